@@ -1,0 +1,24 @@
+"""cassette: Julia's Cassette.jl for CPython.
+
+A *context* is a class; ``cassette.overdub(ctx, f, *args)`` runs ``f`` with
+every call and operator inside it — and inside everything it calls — routed
+through the context's hooks (``prehook``, ``posthook``), overrides
+(``execute``, ``fallback``) and passes.  See ``docs/`` for the model.
+"""
+
+from .versions import SUPPORTED as _SUPPORTED  # raises ImportError elsewhere
+
+from ._singletons import ANY, NoMetaData, NoMetaMeta, OverdubInstead
+from .context import Context, context, similarcontext
+from .dispatch import Vararg, execute, fallback, posthook, prehook
+from .errors import CassetteError, PassError, TaggingError
+from .operations import Intercept
+from .overdub import canoverdub, overdub
+from .passes import NoPass, Pass
+
+__all__ = [
+    "ANY", "CassetteError", "Context", "Intercept", "NoMetaData", "NoMetaMeta",
+    "NoPass", "OverdubInstead", "Pass", "PassError", "TaggingError", "Vararg",
+    "canoverdub", "context", "execute", "fallback", "overdub", "posthook",
+    "prehook", "similarcontext",
+]

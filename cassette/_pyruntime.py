@@ -1,0 +1,368 @@
+"""The pure-Python runtime: the trampoline that rewritten code calls.
+
+Selected with ``CASSETTE_PURE_PYTHON=1``; otherwise the Cython core
+(``_core.pyx``) implements the same classes with the same behaviour.  All
+decisions come from :mod:`cassette.engine`; this module only carries them
+out.  One :class:`Runtime` serves one context instance (and, for a nested
+overdub, one enclosing runtime).
+"""
+
+import types
+
+from . import callables, dispatch, engine
+from ._singletons import OverdubInstead
+from .operations import OPERATIONS
+from .rewrite import EXHAUSTED
+
+_FunctionType = types.FunctionType
+_MethodType = types.MethodType
+_NO_SELF = callables.NO_SELF
+_lookup = callables.lookup_on_type
+_generation = dispatch.generation
+_EMPTY = dispatch.Plan.empty
+
+
+class Runtime:
+    """Routes the operations of code rewritten for one context."""
+
+    def __init__(self, ctx, parent=None):
+        self.ctx = ctx
+        self.parent = parent
+        chain = [type(ctx)]
+        outer = parent
+        while outer is not None:
+            chain.append(type(outer.ctx))
+            outer = outer.parent
+        self._ctx_types = tuple(chain)
+        self._reset()
+
+    def _reset(self):
+        self.generation = _generation()
+        self.kinds = engine.intercepted_kinds(self._ctx_types)
+        self._resolved = {}
+        self._functions = {}
+        self._slots = {}
+        self._droppers = {}
+
+    # -- slots --------------------------------------------------------------
+
+    def slot(self, name):
+        """The callable bound into rewritten code for slot ``name``."""
+        value = self._slots.get(name)
+        if value is None:
+            if name in _STRUCTURAL_SLOTS:
+                value = getattr(self, _STRUCTURAL_SLOTS[name])
+            else:
+                value = OperationSite(self, name)
+            self._slots[name] = value
+        return value
+
+    def resolve(self, f):
+        """What a call site calls instead of ``f``."""
+        if self.generation != _generation():
+            self._reset()
+        if type(f) is _FunctionType:
+            entry = self._functions.get(f)
+            if (entry is not None and entry[0] is f.__code__
+                    and entry[1] is f.__defaults__):
+                return entry[2]
+            target = self._target(f)
+            self._functions[f] = (f.__code__, f.__defaults__, target)
+            return target
+        if callables.is_stable(f):
+            target = self._resolved.get(f)
+            if target is None:
+                target = self._resolved[f] = self._target(f)
+            return target
+        return self._target(f)
+
+    def method(self, obj, name):
+        """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
+        tp = type(obj)
+        descriptor = _lookup(tp, name)
+        if (descriptor is not None and callables.is_method_descriptor(descriptor)
+                and tp.__getattribute__ is object.__getattribute__
+                and _lookup(tp, "__getattr__") is None):
+            try:
+                instance_dict = object.__getattribute__(obj, "__dict__")
+            except AttributeError:
+                instance_dict = None
+            if instance_dict is None or name not in instance_dict:
+                return self.resolve(descriptor)
+        return self._dropper(self.resolve(getattr(obj, name)))
+
+    def split(self, bound):
+        """For 3.12's ``super().name(…)``: ``(self, M)`` such that
+        ``M(self, …)`` makes the call."""
+        if type(bound) is _MethodType:
+            return bound.__self__, self.resolve(bound.__func__)
+        return None, self._dropper(self.resolve(bound))
+
+    def next_step(self, iterator):
+        """One step of a ``for`` loop: the next value or :data:`EXHAUSTED`."""
+        site = self.slot("next")
+        if site.plan_is_empty():
+            return next(iterator, EXHAUSTED)
+        try:
+            return site(iterator)
+        except StopIteration:
+            return EXHAUSTED
+
+    def enter(self, manager):
+        """``with manager``: ``(value of __enter__, exit callable)``."""
+        tp = type(manager)
+        enter = _lookup(tp, "__enter__")
+        exit_ = _lookup(tp, "__exit__")
+        if enter is None or exit_ is None:
+            engine.native_with_error(manager)
+        value = self.call_special(enter, manager)
+        return value, Exit(self, exit_, manager)
+
+    def call_special(self, descriptor, obj, *args):
+        """Call a special method found on ``type(obj)`` as an operation."""
+        if callables.is_method_descriptor(descriptor):
+            return self.resolve(descriptor)(obj, *args)
+        if hasattr(type(descriptor), "__get__"):
+            descriptor = descriptor.__get__(obj, type(obj))
+        return self.resolve(descriptor)(*args)
+
+    # -- decisions ----------------------------------------------------------
+
+    def _dropper(self, target):
+        dropper = self._droppers.get(id(target))
+        if dropper is None or dropper.target is not target:
+            dropper = self._droppers[id(target)] = DropSelf(target)
+        return dropper
+
+    def _target(self, f):
+        decision = engine.decide(type(self.ctx), f)
+        if decision.plan is None:  # frame-sensitive: runs as called
+            return f
+        body = self._body(decision)
+        if decision.plan is _EMPTY:
+            if body is None:
+                if self.parent is not None:
+                    return self.parent.resolve(f)
+                return f
+            target = body
+        else:
+            target = Hooked(self, decision.callee, decision.plan, body)
+        if decision.bound is not _NO_SELF:
+            target = _MethodType(target, decision.bound)
+        return target
+
+    def _body(self, decision):
+        kind = decision.body
+        callee = decision.callee
+        if kind is None:
+            return None
+        if kind == callables.FUNCTION:
+            return engine.rewritten_function(callee, self.kinds, self.slot)
+        if kind == callables.INSTANTIATION:
+            return lambda *a, **k: engine.instantiate(self.call, callee, a, k)
+        if kind == callables.METACLASS_CALL:
+            return _MethodType(self.resolve_body(engine.metaclass_call(callee)), callee)
+        if kind == callables.PARTIAL:
+            return lambda *a, **k: engine.call_partial(self.call, callee, a, k)
+        if kind == callables.CALLABLE_INSTANCE:
+            return _MethodType(self.resolve_body(engine.instance_call(callee)), callee)
+        if kind == callables.NESTED_OVERDUB:
+            return NestedOverdub(self)
+        raise AssertionError(kind)
+
+    def resolve_body(self, function):
+        """The rewritten form of a Python function, without hooks (it is the
+        body of an operation already being hooked)."""
+        return engine.rewritten_function(function, self.kinds, self.slot)
+
+    def call(self, f, *args, **kwargs):
+        """Call ``f`` as an operation of this context."""
+        return self.resolve(f)(*args, **kwargs)
+
+    # -- the protocol of one operation (SPEC §3.2) --------------------------
+
+    def invoke(self, handler, *args, **kwargs):
+        """Call a handler; under a nested overdub the enclosing context
+        intercepts it like any other code."""
+        if self.parent is not None:
+            return self.parent.resolve(handler)(*args, **kwargs)
+        return handler(*args, **kwargs)
+
+    def operate(self, plan, callee, body, primitive, args, kwargs):
+        ctx = self.ctx
+        selector = plan.prehook
+        if selector is not None:
+            handler = selector.unconditional or selector.select(ctx, args)
+            if handler is not None:
+                self.invoke(handler, ctx, callee, *args, **kwargs)
+        out = OverdubInstead
+        selector = plan.execute
+        if selector is not None:
+            handler = selector.unconditional or selector.select(ctx, args)
+            if handler is not None:
+                out = self.invoke(handler, ctx, callee, *args, **kwargs)
+        if out is OverdubInstead:
+            if body is not None:
+                out = body(*args, **kwargs)
+            else:
+                handler = None
+                selector = plan.fallback
+                if selector is not None:
+                    handler = selector.unconditional or selector.select(ctx, args)
+                if handler is not None:
+                    out = self.invoke(handler, ctx, callee, *args, **kwargs)
+                else:
+                    args, kwargs = dispatch._untag_arguments(ctx, args, kwargs)
+                    if self.parent is not None:
+                        out = self.parent.resolve(primitive)(*args, **kwargs)
+                    else:
+                        out = primitive(*args, **kwargs)
+        selector = plan.posthook
+        if selector is not None:
+            handler = selector.unconditional or selector.select(ctx, args)
+            if handler is not None:
+                self.invoke(handler, ctx, out, callee, *args, **kwargs)
+        return out
+
+    def run(self, f, args, kwargs):
+        """The entry of ``overdub``: ``f``'s body overdubbed (its call is not
+        hooked), or ``fallback`` when it has no body."""
+        decision = engine.decide(type(self.ctx), f)
+        body = self._body(decision) if decision.plan is not None else None
+        if body is None:
+            return dispatch.fallback(self.ctx, f, *args, **kwargs)
+        if decision.bound is not _NO_SELF:
+            return body(decision.bound, *args, **kwargs)
+        return body(*args, **kwargs)
+
+
+_STRUCTURAL_SLOTS = {
+    "resolve": "resolve", "method": "method", "split": "split",
+    "for": "next_step", "with": "enter",
+}
+
+
+class Hooked:
+    """A callee with handlers: calling it runs the protocol of SPEC §3.2."""
+
+    __slots__ = ("runtime", "callee", "plan", "body")
+
+    def __init__(self, runtime, callee, plan, body):
+        self.runtime = runtime
+        self.callee = callee
+        self.plan = plan
+        self.body = body
+
+    def __call__(self, *args, **kwargs):
+        return self.runtime.operate(self.plan, self.callee, self.body,
+                                    self.callee, args, kwargs)
+
+
+class DropSelf:
+    """Called as ``M(obj, *args)`` by a rewritten method call whose attribute
+    was not a method: calls the target without ``obj``."""
+
+    __slots__ = ("target",)
+
+    def __init__(self, target):
+        self.target = target
+
+    def __call__(self, _self, *args, **kwargs):
+        return self.target(*args, **kwargs)
+
+
+class Exit:
+    """The ``__exit__`` callable a rewritten ``with`` pushes."""
+
+    __slots__ = ("runtime", "method", "manager")
+
+    def __init__(self, runtime, method, manager):
+        self.runtime = runtime
+        self.method = method
+        self.manager = manager
+
+    def __call__(self, exc_type, exc_value, traceback):
+        return self.runtime.call_special(
+            self.method, self.manager, exc_type, exc_value, traceback)
+
+
+class NestedOverdub:
+    """The body of ``cassette.overdub`` called from overdubbed code: the
+    inner run, whose handlers the enclosing runtime intercepts."""
+
+    __slots__ = ("parent",)
+
+    def __init__(self, parent):
+        self.parent = parent
+
+    def __call__(self, ctx, f, /, *args, **kwargs):
+        from .overdub import check_arguments
+        check_arguments(ctx, f)
+        return Runtime(ctx, self.parent).run(f, args, kwargs)
+
+
+def _arrange_contains(item, container):
+    return (container, item)
+
+
+def _arrange_setitem(value, obj, index):
+    return (obj, index, value)
+
+
+def _arrange_setattr(value, obj, name):
+    return (obj, name, value)
+
+
+def _arrange_getslice(obj, start, stop):
+    return (obj, slice(start, stop))
+
+
+def _arrange_setslice(value, obj, start, stop):
+    return (obj, slice(start, stop), value)
+
+
+# Operation sites whose stack order differs from what hooks see:
+# site kind -> (operation hooks see, argument arrangement, negate result).
+_ARRANGED = {
+    "contains": ("contains", _arrange_contains, False),
+    "not_contains": ("contains", _arrange_contains, True),
+    "setitem": ("setitem", _arrange_setitem, False),
+    "setattr": ("setattr", _arrange_setattr, False),
+    "getslice": ("getitem", _arrange_getslice, False),
+    "setslice": ("setitem", _arrange_setslice, False),
+}
+
+
+class OperationSite:
+    """The slot of one operation kind (``add``, ``getattr`` …)."""
+
+    __slots__ = ("runtime", "kind", "operation", "arrange", "negate",
+                 "plan", "generation")
+
+    def __init__(self, runtime, kind):
+        name, arrange, negate = _ARRANGED.get(kind, (kind, None, False))
+        self.runtime = runtime
+        self.kind = kind
+        self.operation = OPERATIONS[name]
+        self.arrange = arrange
+        self.negate = negate
+        self.generation = -1
+
+    def plan_is_empty(self):
+        if self.generation != _generation():
+            self.plan = dispatch.plan(type(self.runtime.ctx), self.operation.callee)
+            self.generation = _generation()
+        return self.plan is _EMPTY
+
+    def __call__(self, *operands):
+        args = operands if self.arrange is None else self.arrange(*operands)
+        runtime = self.runtime
+        if self.plan_is_empty():
+            if runtime.parent is not None:
+                out = runtime.parent.call(self.operation.callee, *args)
+            else:
+                out = self.operation.implementation(*args)
+        else:
+            callee = self.operation.callee
+            out = runtime.operate(self.plan, callee, None, callee, args, {})
+        return (not out) if self.negate else out

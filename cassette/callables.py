@@ -1,0 +1,140 @@
+"""What kind of callable something is: the decisions both runtimes share.
+
+``split_bound`` says which callee hooks see for a call (SPEC §3.1: bound
+methods are reported as the function found on the class with the object
+first).  ``body_kind`` says whether cassette can run a callee's body
+overdubbed (SPEC §3.3) and how.
+"""
+
+import functools
+import os
+import types
+
+BuiltinMethodType = types.BuiltinMethodType
+FunctionType = types.FunctionType
+MethodType = types.MethodType
+ModuleType = types.ModuleType
+MethodWrapperType = types.MethodWrapperType
+
+#: ``Py_TPFLAGS_METHOD_DESCRIPTOR``: calling ``descr.__get__(obj)(*args)`` is
+#: the same as ``descr(obj, *args)``.
+METHOD_DESCRIPTOR_FLAG = 1 << 17
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+class _NoSelf:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "NO_SELF"
+
+
+NO_SELF = _NoSelf()
+
+
+def lookup_on_type(tp, name):
+    """``_PyType_Lookup``: the attribute ``name`` found in the ``__dict__`` of
+    the classes of ``tp.__mro__``, without invoking descriptors, or None."""
+    for klass in tp.__mro__:
+        found = klass.__dict__.get(name, NO_SELF)
+        if found is not NO_SELF:
+            return found
+    return None
+
+
+def is_method_descriptor(obj):
+    """True for functions and C method descriptors: things that, found on a
+    class, are called with the instance as first argument."""
+    return bool(type(obj).__flags__ & METHOD_DESCRIPTOR_FLAG)
+
+
+def split_bound(f):
+    """``(callee, self)`` for a bound method, where ``callee`` is what hooks
+    see; ``(f, NO_SELF)`` for everything else."""
+    kind = type(f)
+    if kind is MethodType:
+        return f.__func__, f.__self__
+    if kind is BuiltinMethodType or kind is MethodWrapperType:
+        owner = f.__self__
+        if owner is None or isinstance(owner, (ModuleType, type)):
+            return f, NO_SELF
+        descriptor = lookup_on_type(type(owner), f.__name__)
+        if descriptor is not None and is_method_descriptor(descriptor):
+            return descriptor, owner
+    return f, NO_SELF
+
+
+def is_library_code(code):
+    """True for code that belongs to cassette itself (never overdubbed)."""
+    return os.path.dirname(code.co_filename) == _PACKAGE_DIR
+
+
+# Kinds of body.
+FUNCTION = "function"              # a Python function: run its rewritten code
+INSTANTIATION = "instantiation"    # a class: __new__ then __init__, each an operation
+METACLASS_CALL = "metaclass_call"  # a class whose metaclass defines __call__ in Python
+PARTIAL = "partial"                # functools.partial: call .func with merged arguments
+CALLABLE_INSTANCE = "instance"     # an instance whose class defines __call__ in Python
+NESTED_OVERDUB = "nested"          # cassette.overdub itself (overdubbing an overdub)
+
+#: Callees that read their caller's frame; they run as called, never from a
+#: trampoline frame, and hooks do not see them.
+FRAME_SENSITIVE = frozenset({super, locals, vars, dir, globals})
+
+_nested_entry_points = set()
+
+
+def register_nested_entry(f):
+    """Mark ``f`` (``cassette.overdub``) as the entry point whose body is a
+    nested overdub."""
+    _nested_entry_points.add(f)
+    return f
+
+
+def _python_function(obj):
+    if type(obj) is staticmethod:
+        obj = obj.__func__
+    return obj if type(obj) is FunctionType else None
+
+
+def body_kind(callee):
+    """How cassette runs ``callee``'s body overdubbed, or None for a primitive."""
+    kind = type(callee)
+    if kind is FunctionType:
+        if callee in _nested_entry_points:
+            return NESTED_OVERDUB
+        return None if is_library_code(callee.__code__) else FUNCTION
+    if isinstance(callee, type):
+        meta_call = lookup_on_type(type(callee), "__call__")
+        if _python_function(meta_call) is not None:
+            return METACLASS_CALL
+        if (_python_function(lookup_on_type(callee, "__new__")) is not None
+                or _python_function(lookup_on_type(callee, "__init__")) is not None):
+            return INSTANTIATION
+        return None
+    if kind is functools.partial:
+        return PARTIAL
+    if kind is MethodType or kind is BuiltinMethodType:
+        return None
+    if _python_function(lookup_on_type(kind, "__call__")) is not None:
+        return CALLABLE_INSTANCE
+    return None
+
+
+def is_stable(f):
+    """True when decisions about ``f`` may be cached by its identity: it is
+    not a short-lived bound object and hashing it runs no Python code."""
+    kind = type(f)
+    if kind is FunctionType or kind is type:
+        return True
+    if kind is BuiltinMethodType:
+        owner = f.__self__
+        return owner is None or isinstance(owner, ModuleType)
+    return kind in _STABLE_TYPES
+
+
+_STABLE_TYPES = frozenset({
+    types.MethodDescriptorType, types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType, functools.partial,
+})

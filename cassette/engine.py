@@ -1,0 +1,131 @@
+"""Decisions the two runtimes share.
+
+The Cython core (``_core.pyx``) and the pure-Python runtime
+(``_pyruntime.py``) execute the same protocol; everything they *decide* —
+which sites a context class needs rewritten, what a call site should call,
+how a class is instantiated — is computed here, once, and cached by them.
+"""
+
+import functools
+import types
+
+from . import callables, dispatch
+from .operations import OPERATIONS, ROW_CALLEES, Intercept
+from .rewrite import kinds_for, template_for
+
+_OPTIONAL_ROWS = (
+    Intercept.ARITHMETIC, Intercept.COMPARISONS, Intercept.SUBSCRIPTS,
+    Intercept.ATTRIBUTES, Intercept.ITERATION,
+)
+
+
+def intercepted_rows(ctx_type):
+    """The rows of SPEC §3.1 whose sites must be rewritten for ``ctx_type``:
+    those the class does not narrow away and that some handler could match.
+    Calls are always rewritten: recursion happens at calls."""
+    narrowed = getattr(ctx_type, "intercept", Intercept.ALL)
+    rows = Intercept.CALLS
+    for row in _OPTIONAL_ROWS:
+        if row & narrowed and dispatch.could_match(ctx_type, ROW_CALLEES[row]):
+            rows |= row
+    # `with` sites report the manager's own __enter__/__exit__, which any
+    # handler with a specific callee might name.
+    if Intercept.WITH & narrowed and dispatch.has_any_handler(ctx_type):
+        rows |= Intercept.WITH
+    return rows
+
+
+def intercepted_kinds(ctx_types):
+    """The site kinds to rewrite for a chain of context classes (the running
+    context and, for a nested overdub, every context enclosing it)."""
+    rows = Intercept.CALLS
+    for ctx_type in ctx_types:
+        rows |= intercepted_rows(ctx_type)
+    return kinds_for(rows)
+
+
+def rewritten_function(function, kinds, slot_values):
+    """A new function running ``function``'s body rewritten for ``kinds``,
+    with the template's slots bound by ``slot_values``; same globals,
+    closure, defaults and names, so it behaves as the original."""
+    template = template_for(function.__code__, kinds)
+    clone = types.FunctionType(
+        template.bind(slot_values), function.__globals__, function.__name__,
+        function.__defaults__, function.__closure__,
+    )
+    clone.__kwdefaults__ = function.__kwdefaults__
+    clone.__qualname__ = function.__qualname__
+    return clone
+
+
+class Decision:
+    """What a runtime should do with one callee.
+
+    ``callee``  what hooks see (after :func:`callables.split_bound`)
+    ``bound``   the bound ``self`` to put first, or ``callables.NO_SELF``
+    ``plan``    the :class:`dispatch.Plan` of the callee (``Plan.empty`` when
+                no handler can match it; None for frame-sensitive callees)
+    ``body``    a body kind of :mod:`cassette.callables`, or None (primitive)
+    """
+
+    __slots__ = ("callee", "bound", "plan", "body")
+
+    def __init__(self, callee, bound, plan, body):
+        self.callee = callee
+        self.bound = bound
+        self.plan = plan
+        self.body = body
+
+
+def decide(ctx_type, f):
+    """The :class:`Decision` for calling ``f`` under a context of ``ctx_type``."""
+    callee, bound = callables.split_bound(f)
+    if callee in callables.FRAME_SENSITIVE:
+        return Decision(callee, bound, None, None)
+    return Decision(callee, bound, dispatch.plan(ctx_type, callee),
+                    callables.body_kind(callee))
+
+
+def instantiate(call, cls, args, kwargs):
+    """``type.__call__(cls, *args, **kwargs)`` with ``__new__`` and
+    ``__init__`` each called through ``call(f, *args, **kwargs)`` (an
+    operation of the running context)."""
+    obj = call(cls.__new__, cls, *args, **kwargs)
+    if isinstance(obj, cls):
+        initialized = call(type(obj).__init__, obj, *args, **kwargs)
+        if initialized is not None:
+            raise TypeError(
+                f"__init__() should return None, not '{type(initialized).__name__}'"
+            )
+    return obj
+
+
+def call_partial(call, partial, args, kwargs):
+    """The body of a ``functools.partial``: its function called (as an
+    operation) with the stored and the given arguments."""
+    if partial.keywords:
+        kwargs = {**partial.keywords, **kwargs}
+    return call(partial.func, *partial.args, *args, **kwargs)
+
+
+def metaclass_call(cls):
+    """The Python ``__call__`` of ``cls``'s metaclass."""
+    found = callables.lookup_on_type(type(cls), "__call__")
+    return found.__func__ if type(found) is staticmethod else found
+
+
+def instance_call(obj):
+    """The Python ``__call__`` found on ``type(obj)``."""
+    found = callables.lookup_on_type(type(obj), "__call__")
+    return found.__func__ if type(found) is staticmethod else found
+
+
+def native_with_error(manager):
+    """Raise the interpreter's own error for a ``with`` on an object that is
+    not a context manager."""
+    with manager:
+        pass
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+ENTER_NAMES = ("__enter__", "__exit__")

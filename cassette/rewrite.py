@@ -1,0 +1,293 @@
+"""The interception rewrite: turn a code object into one whose operations
+are routed through a runtime.
+
+The rewrite is done once per (code object, set of intercepted site kinds) and
+shared by every context that intercepts the same kinds; the result is a
+*template*: code whose constants include :class:`Slot` placeholders.  A
+runtime binds a template by replacing each placeholder with its own callable
+for that slot (:meth:`Template.bind`), which is cheap.
+
+What a slot is called with, per site kind (the runtimes implement these):
+
+=================  ==========================================  ===============
+slot               called with                                  returns
+=================  ==========================================  ===============
+``resolve``        the callable about to be called              what to call
+``method``         ``obj, name`` (a call of ``obj.name(…)``)     M, to call as
+                                                                 ``M(obj, …)``
+``split``          a bound method (3.12 ``super().m(…)``)        ``(self, M)``
+operation names    the operands in stack order (see below)      the result
+``for``            an iterator                                  value or
+                                                                 :data:`EXHAUSTED`
+``with``           the context manager                          ``(value, exit)``
+=================  ==========================================  ===============
+
+Operands in stack order: ``contains``/``not_contains`` get ``(item,
+container)``, ``setitem`` gets ``(value, obj, index)``, ``setattr`` gets
+``(value, obj, name)``, ``getslice`` gets ``(obj, start, stop)`` and
+``setslice`` gets ``(value, obj, start, stop)``; every other operation gets
+its operands in source order.
+"""
+
+import types
+
+from bytecode import Bytecode, Instr, Label, TryBegin
+
+from .operations import OPERATIONS, Intercept
+from .versions import LAYER
+from .versions.common import Tag
+
+
+class Slot:
+    """A placeholder constant standing for a runtime callable."""
+
+    __slots__ = ("name",)
+    _interned = {}
+
+    def __new__(cls, name):
+        slot = cls._interned.get(name)
+        if slot is None:
+            slot = object.__new__(cls)
+            slot.name = name
+            cls._interned[name] = slot
+        return slot
+
+    def __repr__(self):
+        return f"<slot {self.name}>"
+
+    def __reduce__(self):
+        return (Slot, (self.name,))
+
+
+class _Exhausted:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "cassette.EXHAUSTED"
+
+
+#: What the ``next`` slot returns when the iterator is exhausted.
+EXHAUSTED = _Exhausted()
+
+_STRUCTURAL_ROWS = {
+    "call": Intercept.CALLS, "call_kw": Intercept.CALLS,
+    "call_ex": Intercept.CALLS, "method": Intercept.CALLS,
+    "super_method": Intercept.CALLS,
+    "not_contains": Intercept.COMPARISONS,
+    "getslice": Intercept.SUBSCRIPTS, "setslice": Intercept.SUBSCRIPTS,
+    "for": Intercept.ITERATION, "with": Intercept.WITH,
+}
+
+
+def row_of(kind):
+    """The SPEC §3.1 row a site kind belongs to."""
+    row = _STRUCTURAL_ROWS.get(kind)
+    return row if row is not None else OPERATIONS[kind].row
+
+
+def kinds_for(rows):
+    """The site kinds to rewrite for an :class:`Intercept` value."""
+    all_kinds = set(_STRUCTURAL_ROWS) | set(OPERATIONS) - {"next"}
+    return frozenset(k for k in all_kinds if row_of(k) & (rows | Intercept.CALLS))
+
+
+# -- stack simulation --------------------------------------------------------
+
+def _apply(tags, instr, jump):
+    name = instr.name
+    if name == "SWAP":
+        tags = list(tags)
+        i = instr.arg
+        tags[-1], tags[-i] = tags[-i], tags[-1]
+        return tags
+    if name == "COPY":
+        return tags + [tags[-instr.arg]]
+    pre, _post = instr.pre_and_post_stack_effect(jump=jump)
+    net = instr.stack_effect(jump=jump)
+    pops = -pre if pre < 0 else 0
+    pushes = net + pops
+    kept = tags[: len(tags) - pops] if pops else list(tags)
+    produced = LAYER.producer_tags(instr)
+    if produced is None or len(produced) != pushes:
+        produced = [Tag.OTHER] * pushes
+    return kept + produced
+
+
+def stack_tags(elements):
+    """For each element of an abstract instruction list, the tags of the
+    stack before it (``None`` where the element is unreachable or not an
+    instruction)."""
+    before = [None] * len(elements)
+    at_label = {}
+    for _ in range(8):
+        grew = False
+        state = []
+        for index, element in enumerate(elements):
+            if isinstance(element, Label):
+                known = at_label.get(element)
+                if state is None and known is not None:
+                    state = list(known)
+                elif state is not None and known is None:
+                    at_label[element] = list(state)
+                continue
+            if isinstance(element, TryBegin):
+                if element.target not in at_label:
+                    depth = element.stack_depth + int(element.push_lasti) + 1
+                    at_label[element.target] = [Tag.OTHER] * depth
+                    grew = True
+                continue
+            if not isinstance(element, Instr) or state is None:
+                continue
+            before[index] = state
+            if element.has_jump():
+                target = element.arg
+                if target not in at_label:
+                    at_label[target] = _apply(state, element, True)
+                    grew = True
+            if element.is_final():
+                state = None
+            else:
+                state = _apply(state, element, False)
+        if not grew:
+            break
+    return before
+
+
+# -- emission ----------------------------------------------------------------
+
+def _following(elements, index, count=3):
+    """The real instructions directly after ``index`` (stopping at the first
+    label or pseudo-instruction)."""
+    out = []
+    for element in elements[index + 1: index + 1 + count]:
+        if not isinstance(element, Instr):
+            break
+        out.append(element)
+    return out
+
+
+_OPERAND_COUNT = {
+    "neg": 1, "pos": 1, "invert": 1, "not": 1, "iter": 1,
+    "setitem": 3, "delitem": 2, "getslice": 3, "setslice": 4,
+}
+_STATEMENTS = frozenset({"setitem", "delitem", "setslice", "setattr", "delattr"})
+
+
+def _emit_site(site, instr, tags, out):
+    """Append the replacement of ``site`` to ``out``; return False to keep the
+    original instructions instead."""
+    loc = instr.location
+    kind = site.kind
+    call = LAYER.call_constant
+
+    if kind in ("call", "call_kw", "call_ex"):
+        callable_depth, partner_depth = LAYER.call_layout(site)
+        if tags is None or len(tags) < callable_depth or len(tags) < partner_depth:
+            return False
+        if not LAYER.needs_resolution(tags[-callable_depth], tags[-partner_depth]):
+            return False
+        out += LAYER.resolve_at_depth(Slot("resolve"), callable_depth, loc)
+        return False  # the call instructions themselves follow unchanged
+
+    if kind == "method":
+        out.append(Instr("COPY", 1, location=loc))
+        out.append(Instr("LOAD_CONST", site.detail, location=loc))
+        out += call(Slot("method"), 2, loc)
+        out.append(Instr("SWAP", 2, location=loc))
+        return True
+    if kind == "super_method":
+        out.append(LAYER.super_attribute_load(site.detail, loc))
+        out += call(Slot("split"), 1, loc)
+        out.append(Instr("UNPACK_SEQUENCE", 2, location=loc))
+        return True
+    if kind == "for":
+        proceed = Label()
+        out.append(Instr("COPY", 1, location=loc))
+        out += call(Slot("for"), 1, loc)
+        out.append(Instr("COPY", 1, location=loc))
+        out.append(Instr("LOAD_CONST", EXHAUSTED, location=loc))
+        out.append(Instr("IS_OP", 0, location=loc))
+        out.append(LAYER.jump_forward_if_false(proceed, loc))
+        out += LAYER.for_exhausted(site.detail, loc)
+        out.append(proceed)
+        return True
+    if kind == "with":
+        out += call(Slot("with"), 1, loc)
+        out.append(Instr("UNPACK_SEQUENCE", 2, location=loc))
+        return True
+    if kind in ("getattr", "setattr", "delattr"):
+        out.append(Instr("LOAD_CONST", site.detail, location=loc))
+        nargs = {"getattr": 2, "setattr": 3, "delattr": 2}[kind]
+    else:
+        nargs = _OPERAND_COUNT.get(kind, 2)
+    out += call(Slot(kind), nargs, loc)
+    if site.detail == "cast":
+        out += LAYER.to_bool(loc)
+    if kind in _STATEMENTS:
+        out.append(Instr("POP_TOP", location=loc))
+    return True
+
+
+def rewrite_bytecode(bytecode, kinds):
+    """Rewrite an abstract :class:`bytecode.Bytecode` in place so that sites
+    of the given kinds call runtime slots."""
+    elements = list(bytecode)
+    tags = stack_tags(elements)
+    out = []
+    index = 0
+    while index < len(elements):
+        element = elements[index]
+        if not isinstance(element, Instr) or tags[index] is None:
+            out.append(element)
+            index += 1
+            continue
+        site = LAYER.site(element, _following(elements, index))
+        if site is None or site.kind not in kinds:
+            out.append(element)
+            index += 1
+            continue
+        replaced = _emit_site(site, element, tags[index], out)
+        if not replaced:
+            out.extend(elements[index: index + site.span])
+        index += site.span
+    bytecode.clear()
+    bytecode.extend(out)
+    return bytecode
+
+
+class Template:
+    """Rewritten code with slot placeholders, ready to bind to a runtime."""
+
+    __slots__ = ("code", "slot_indices")
+
+    def __init__(self, code):
+        self.code = code
+        self.slot_indices = tuple(
+            i for i, c in enumerate(code.co_consts) if type(c) is Slot
+        )
+
+    def bind(self, slot_values):
+        """Code with every placeholder replaced by ``slot_values(name)``."""
+        if not self.slot_indices:
+            return self.code
+        consts = list(self.code.co_consts)
+        for i in self.slot_indices:
+            consts[i] = slot_values(consts[i].name)
+        return self.code.replace(co_consts=tuple(consts))
+
+
+# Keyed by identity: equal code objects from different files must not share
+# a template (their file names differ).  The value keeps the code alive so
+# its id cannot be reused.
+_templates = {}
+
+
+def template_for(code, kinds):
+    """The (cached) template of ``code`` with sites of ``kinds`` rewritten."""
+    key = (id(code), kinds)
+    entry = _templates.get(key)
+    if entry is None:
+        bytecode = Bytecode.from_code(code)
+        rewrite_bytecode(bytecode, kinds)
+        entry = _templates[key] = (code, Template(bytecode.to_code()))
+    return entry[1]

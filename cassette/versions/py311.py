@@ -1,0 +1,60 @@
+"""CPython 3.11: PRECALL/CALL pairs, LOAD_METHOD, NULL below the callable."""
+
+from bytecode import Instr
+
+from .common import Layer, Site, Tag, swap_below
+
+
+class Layer311(Layer):
+    version = (3, 11)
+    null_below_callable = True
+
+    def call_constant(self, const, nargs, location):
+        code = [Instr("PUSH_NULL", location=location)]
+        code += swap_below(nargs, location)
+        code.append(Instr("LOAD_CONST", const, location=location))
+        code += swap_below(nargs, location)
+        code += self.call_opcodes(nargs, location)
+        return code
+
+    def call_opcodes(self, nargs, location):
+        return [Instr("PRECALL", nargs, location=location),
+                Instr("CALL", nargs, location=location)]
+
+    def jump_forward_if_false(self, label, location):
+        return Instr("POP_JUMP_FORWARD_IF_FALSE", label, location=location)
+
+    def producer_tags(self, instr):
+        if instr.name == "LOAD_METHOD":
+            return [Tag.METHOD, Tag.OTHER]
+        return super().producer_tags(instr)
+
+    def _load_attr_site(self, instr):
+        return Site("getattr", detail=instr.arg)
+
+    def _call_site(self, instr, following):
+        name = instr.name
+        if name == "LOAD_METHOD":
+            return Site("method", detail=instr.arg)
+        if name == "UNARY_POSITIVE":
+            return Site("pos")
+        if name == "KW_NAMES":
+            return Site("call", span=3, detail=following[0].arg)
+        if name == "PRECALL":
+            return Site("call", span=2, detail=instr.arg)
+        if name == "CALL_FUNCTION_EX":
+            return Site("call_ex", detail=instr.arg & 1)
+        return None
+
+    def call_layout(self, site):
+        if site.kind == "call_ex":
+            return 2 + site.detail, 3 + site.detail
+        return site.detail + 1, site.detail + 2
+
+    def needs_resolution(self, callable_tag, partner_tag):
+        return partner_tag is Tag.NULL
+
+    def for_exhausted(self, target, location):
+        return [Instr("POP_TOP", location=location),
+                Instr("POP_TOP", location=location),
+                Instr("JUMP_FORWARD", target, location=location)]

@@ -1,0 +1,65 @@
+"""CPython 3.12: CALL without PRECALL, method loads as flagged LOAD_ATTR,
+LOAD_SUPER_ATTR, slices as their own opcodes, unary plus as an intrinsic."""
+
+from bytecode import Instr
+from bytecode.instr import Intrinsic1Op
+
+from .common import Layer, Site, Tag, swap_below
+
+
+class Layer312(Layer):
+    version = (3, 12)
+    null_below_callable = True
+
+    def call_constant(self, const, nargs, location):
+        code = [Instr("PUSH_NULL", location=location)]
+        code += swap_below(nargs, location)
+        code.append(Instr("LOAD_CONST", const, location=location))
+        code += swap_below(nargs, location)
+        code += self.call_opcodes(nargs, location)
+        return code
+
+    def producer_tags(self, instr):
+        if instr.name == "LOAD_ATTR" and instr.arg[0]:
+            return [Tag.METHOD, Tag.OTHER]
+        if instr.name == "LOAD_SUPER_ATTR" and instr.arg[0]:
+            return [Tag.METHOD, Tag.OTHER]
+        return super().producer_tags(instr)
+
+    def _load_attr_site(self, instr):
+        is_method, name = instr.arg
+        return Site("method" if is_method else "getattr", detail=name)
+
+    def _call_site(self, instr, following):
+        name = instr.name
+        if name == "KW_NAMES":
+            return Site("call", span=2, detail=following[0].arg)
+        if name == "CALL":
+            return Site("call", detail=instr.arg)
+        if name == "CALL_FUNCTION_EX":
+            return Site("call_ex", detail=instr.arg & 1)
+        if name == "CALL_INTRINSIC_1" and instr.arg == Intrinsic1Op.INTRINSIC_UNARY_POSITIVE:
+            return Site("pos")
+        if name == "BINARY_SLICE":
+            return Site("getslice")
+        if name == "STORE_SLICE":
+            return Site("setslice")
+        if name == "LOAD_SUPER_ATTR" and instr.arg[0]:
+            return Site("super_method", detail=instr.arg)
+        return None
+
+    def super_attribute_load(self, arg, location):
+        """The non-method form of a method-flavoured LOAD_SUPER_ATTR."""
+        return Instr("LOAD_SUPER_ATTR", (False,) + tuple(arg[1:]), location=location)
+
+    def call_layout(self, site):
+        if site.kind == "call_ex":
+            return 2 + site.detail, 3 + site.detail
+        return site.detail + 1, site.detail + 2
+
+    def needs_resolution(self, callable_tag, partner_tag):
+        return partner_tag is Tag.NULL
+
+    def for_exhausted(self, target, location):
+        # The loop's exit label is its END_FOR, which pops iterator and value.
+        return [Instr("JUMP_FORWARD", target, location=location)]
