@@ -126,7 +126,7 @@ class Runtime:
             descriptor = descriptor.__get__(obj, type(obj))
         return self.resolve(descriptor)(*args)
 
-    # -- decisions ----------------------------------------------------------
+    # -- what engine.target builds with ------------------------------------
 
     def _dropper(self, target):
         dropper = self._droppers.get(id(target))
@@ -135,45 +135,17 @@ class Runtime:
         return dropper
 
     def _target(self, f):
-        decision = engine.decide(type(self.ctx), f)
-        if decision.plan is None:  # frame-sensitive: runs as called
-            return f
-        body = self._body(decision)
-        if decision.plan is _EMPTY:
-            if body is None:
-                if self.parent is not None:
-                    return self.parent.resolve(f)
-                return f
-            target = body
-        else:
-            target = Hooked(self, decision.callee, decision.plan, body)
-        if decision.bound is not _NO_SELF:
-            target = _MethodType(target, decision.bound)
-        return target
+        return engine.target(self, f)
 
-    def _body(self, decision):
-        kind = decision.body
-        callee = decision.callee
-        if kind is None:
-            return None
-        if kind == callables.FUNCTION:
-            return engine.rewritten_function(callee, self.kinds, self.slot)
-        if kind == callables.INSTANTIATION:
-            return lambda *a, **k: engine.instantiate(self.call, callee, a, k)
-        if kind == callables.METACLASS_CALL:
-            return _MethodType(self.resolve_body(engine.metaclass_call(callee)), callee)
-        if kind == callables.PARTIAL:
-            return lambda *a, **k: engine.call_partial(self.call, callee, a, k)
-        if kind == callables.CALLABLE_INSTANCE:
-            return _MethodType(self.resolve_body(engine.instance_call(callee)), callee)
-        if kind == callables.NESTED_OVERDUB:
-            return NestedOverdub(self)
-        raise AssertionError(kind)
-
-    def resolve_body(self, function):
-        """The rewritten form of a Python function, without hooks (it is the
-        body of an operation already being hooked)."""
+    def rewritten(self, function):
+        """``function``'s body rewritten for this runtime."""
         return engine.rewritten_function(function, self.kinds, self.slot)
+
+    def hooked(self, callee, plan, body):
+        return Hooked(self, callee, plan, body)
+
+    def nested_overdub(self):
+        return NestedOverdub(self)
 
     def call(self, f, *args, **kwargs):
         """Call ``f`` as an operation of this context."""
@@ -225,15 +197,7 @@ class Runtime:
         return out
 
     def run(self, f, args, kwargs):
-        """The entry of ``overdub``: ``f``'s body overdubbed (its call is not
-        hooked), or ``fallback`` when it has no body."""
-        decision = engine.decide(type(self.ctx), f)
-        body = self._body(decision) if decision.plan is not None else None
-        if body is None:
-            return dispatch.fallback(self.ctx, f, *args, **kwargs)
-        if decision.bound is not _NO_SELF:
-            return body(decision.bound, *args, **kwargs)
-        return body(*args, **kwargs)
+        return engine.run(self, f, args, kwargs)
 
 
 _STRUCTURAL_SLOTS = {

@@ -13,6 +13,8 @@ from . import callables, dispatch
 from .operations import OPERATIONS, ROW_CALLEES, Intercept
 from .rewrite import kinds_for, template_for
 
+_EMPTY = dispatch.Plan.empty
+
 _OPTIONAL_ROWS = (
     Intercept.ARITHMETIC, Intercept.COMPARISONS, Intercept.SUBSCRIPTS,
     Intercept.ATTRIBUTES, Intercept.ITERATION,
@@ -86,7 +88,64 @@ def decide(ctx_type, f):
                     callables.body_kind(callee))
 
 
-def instantiate(call, cls, args, kwargs):
+def target(runtime, f):
+    """What ``runtime``'s call sites call instead of ``f`` (uncached).
+
+    A runtime provides ``ctx``, ``parent``, ``resolve(f)``, ``call(f, …)``,
+    ``rewritten(function)``, ``hooked(callee, plan, body)`` and
+    ``nested_overdub()``; this function decides which of them to use.
+    """
+    decision = decide(type(runtime.ctx), f)
+    if decision.plan is None:          # frame-sensitive: runs as called
+        return f
+    body = body_of(runtime, decision)
+    if decision.plan is _EMPTY:
+        if body is None:
+            # A primitive nobody hooks: an enclosing context still sees it.
+            return f if runtime.parent is None else runtime.parent.resolve(f)
+        result = body
+    else:
+        result = runtime.hooked(decision.callee, decision.plan, body)
+    if decision.bound is not callables.NO_SELF:
+        result = types.MethodType(result, decision.bound)
+    return result
+
+
+def body_of(runtime, decision):
+    """The callable running ``decision.callee``'s body overdubbed by
+    ``runtime`` (called with the callee's own arguments), or None."""
+    kind = decision.body
+    callee = decision.callee
+    if kind is None:
+        return None
+    if kind == callables.FUNCTION:
+        return runtime.rewritten(callee)
+    if kind == callables.INSTANTIATION:
+        return functools.partial(instantiate, runtime.call, callee)
+    if kind == callables.METACLASS_CALL:
+        return types.MethodType(runtime.rewritten(metaclass_call(callee)), callee)
+    if kind == callables.PARTIAL:
+        return functools.partial(call_partial, runtime.call, callee)
+    if kind == callables.CALLABLE_INSTANCE:
+        return types.MethodType(runtime.rewritten(instance_call(callee)), callee)
+    if kind == callables.NESTED_OVERDUB:
+        return runtime.nested_overdub()
+    raise AssertionError(f"unknown body kind {kind!r}")
+
+
+def run(runtime, f, args, kwargs):
+    """The entry of ``overdub``: ``f``'s body overdubbed by ``runtime`` (the
+    call of ``f`` itself is not hooked), or ``fallback`` when it has none."""
+    decision = decide(type(runtime.ctx), f)
+    body = body_of(runtime, decision) if decision.plan is not None else None
+    if body is None:
+        return dispatch.fallback(runtime.ctx, f, *args, **kwargs)
+    if decision.bound is not callables.NO_SELF:
+        return body(decision.bound, *args, **kwargs)
+    return body(*args, **kwargs)
+
+
+def instantiate(call, cls, *args, **kwargs):
     """``type.__call__(cls, *args, **kwargs)`` with ``__new__`` and
     ``__init__`` each called through ``call(f, *args, **kwargs)`` (an
     operation of the running context)."""
@@ -100,7 +159,7 @@ def instantiate(call, cls, args, kwargs):
     return obj
 
 
-def call_partial(call, partial, args, kwargs):
+def call_partial(call, partial, *args, **kwargs):
     """The body of a ``functools.partial``: its function called (as an
     operation) with the stored and the given arguments."""
     if partial.keywords:

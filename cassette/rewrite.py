@@ -169,7 +169,13 @@ def _following(elements, index, count=3):
 _OPERAND_COUNT = {
     "neg": 1, "pos": 1, "invert": 1, "not": 1, "iter": 1,
     "setitem": 3, "delitem": 2, "getslice": 3, "setslice": 4,
+    "getattr": 2, "setattr": 3, "delattr": 2,
 }
+
+
+def operand_count(kind):
+    """How many stack values the slot of operation site ``kind`` receives."""
+    return _OPERAND_COUNT.get(kind, 2)
 _STATEMENTS = frozenset({"setitem", "delitem", "setslice", "setattr", "delattr"})
 
 
@@ -217,10 +223,7 @@ def _emit_site(site, instr, tags, out):
         return True
     if kind in ("getattr", "setattr", "delattr"):
         out.append(Instr("LOAD_CONST", site.detail, location=loc))
-        nargs = {"getattr": 2, "setattr": 3, "delattr": 2}[kind]
-    else:
-        nargs = _OPERAND_COUNT.get(kind, 2)
-    out += call(Slot(kind), nargs, loc)
+    out += call(Slot(kind), operand_count(kind), loc)
     if site.detail == "cast":
         out += LAYER.to_bool(loc)
     if kind in _STATEMENTS:
