@@ -1,0 +1,298 @@
+"""Contexts (SPEC §2): the classes whose instances ``overdub`` runs code under.
+
+Contract
+--------
+* ``class Ctx(Context): ...`` defines a context class (the analogue of
+  Cassette's ``@context Ctx``); ``context("Ctx")`` makes one without a class
+  statement.  The class made by :func:`context` gets the *caller's* module as
+  ``__module__`` and the name as ``__qualname__``, so a module-level
+  ``Ctx = context("Ctx")`` pickles by reference like a class defined there.
+* ``Ctx(*, metadata=None, pass_=NoPass)``: keyword-only; positional arguments
+  and a ``pass_`` that is not a :class:`cassette.Pass` raise ``TypeError``.
+* Instance fields: ``metadata``, ``pass_``, ``tag`` and ``bindingscache``
+  (the last two ``None`` unless set through :func:`similarcontext`; tagging
+  sets them).  Fields are ordinary attributes (``__slots__``).
+* ``_runtime`` is a private per-instance cache for the engine (``None`` on a
+  new instance).  It is never pickled, copied or carried over by
+  :func:`similarcontext`.
+* Hooks are methods: a method named ``prehook``, ``posthook``, ``execute`` or
+  ``fallback`` in a context class body is a handler registered for that class
+  and ``cassette.ANY`` (see :mod:`cassette.dispatch`).  Setting or deleting one
+  of those class attributes later re-registers / removes it; the change takes
+  effect at the next operation.  Any class-dict value works that Python would
+  bind on attribute access (functions, staticmethods, classmethods, callable
+  objects).
+* :class:`Context`'s own ``prehook``/``posthook``/``execute``/``fallback``
+  are the *default behaviours* (nothing / nothing / ``OverdubInstead`` /
+  call ``f`` with untagged arguments), so ``super().execute(f, *args)`` from
+  an override runs the default, never the override again.  They are not
+  registered as handlers.
+* ``intercept`` (class attribute, a :class:`cassette.operations.Intercept`,
+  default ``Intercept.ALL``) narrows which rows of SPEC §3.1 are intercepted;
+  changing it, ``metadatatype`` or ``__bases__`` on a class bumps the dispatch
+  generation so rewritten code notices.
+* ``Ctx.metadatatype(T)`` (classmethod) says which metadata type values of
+  type ``T`` may carry; the default ``None`` allows none.
+* Contexts pickle (and ``copy``) when their metadata, pass, tag and bindings
+  cache do; extra attributes of subclasses (``__dict__`` or extra slots) are
+  carried along.  Contexts compare and hash by identity.
+* ``repr(ctx)`` is ``Ctx(metadata=...)``, listing only non-default fields.
+"""
+
+import reprlib
+import sys
+import types
+
+from . import dispatch as _dispatch
+from .operations import Intercept
+from .passes import NoPass, Pass
+
+__all__ = ["ContextMeta", "Context", "context", "similarcontext"]
+
+_HOOK_NAMES = frozenset(_dispatch.HOOK_NAMES)
+_INVALIDATING = frozenset({"intercept", "metadatatype", "__bases__"})
+_OWN_SLOTS = ("metadata", "pass_", "tag", "bindingscache", "_runtime", "__weakref__")
+
+
+def _default_hook(func):
+    func._cassette_default_hook = True
+    return func
+
+
+def _hook_handler(cls, name, value):
+    """The dispatch handler for class attribute ``name = value`` of ``cls``,
+    or ``None`` for the base defaults.  Raises ``TypeError`` if not callable."""
+    if getattr(value, "_cassette_default_hook", False):
+        return None
+    if isinstance(value, types.FunctionType):
+        return value
+    if hasattr(type(value), "__get__"):
+        # staticmethod, classmethod, other descriptors: bind as `ctx.name` would.
+        def handler(ctx, *args, **kwargs):
+            return value.__get__(ctx, type(ctx))(*args, **kwargs)
+    elif callable(value):
+        def handler(ctx, *args, **kwargs):
+            return value(*args, **kwargs)
+    else:
+        raise TypeError(f"context hook {cls.__qualname__}.{name} must be a method "
+                        f"(callable), got {value!r}")
+    handler.__name__ = name
+    handler.__qualname__ = f"{cls.__qualname__}.{name}"
+    handler.__wrapped__ = value
+    return handler
+
+
+def _check_intercept(cls_name, value):
+    if not isinstance(value, Intercept):
+        raise TypeError(f"{cls_name}.intercept must be a cassette.operations.Intercept "
+                        f"flag (e.g. Intercept.ALL or Intercept.CALLS), got {value!r}")
+
+
+class ContextMeta(type):
+    """Metaclass of contexts: keeps :mod:`cassette.dispatch` in step with the
+    class-body hooks and the ``intercept`` knob (see the module docstring)."""
+
+    def __new__(mcls, name, bases, namespace, **kwargs):
+        if "intercept" in namespace:
+            _check_intercept(name, namespace["intercept"])
+        cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        handlers = {hook: _hook_handler(cls, hook, namespace[hook])
+                    for hook in _dispatch.HOOK_NAMES if hook in namespace}
+        for hook, handler in handlers.items():
+            if handler is not None:
+                _dispatch.define_class_hook(cls, hook, handler)
+        return cls
+
+    def __setattr__(cls, name, value):
+        if name in _HOOK_NAMES:
+            handler = _hook_handler(cls, name, value)
+            super().__setattr__(name, value)
+            _dispatch.define_class_hook(cls, name, handler)
+            return
+        if name == "intercept":
+            _check_intercept(cls.__qualname__, value)
+        super().__setattr__(name, value)
+        if name in _INVALIDATING:
+            _dispatch.invalidate()
+
+    def __delattr__(cls, name):
+        super().__delattr__(name)
+        if name in _HOOK_NAMES:
+            _dispatch.define_class_hook(cls, name, None)
+        elif name in _INVALIDATING:
+            _dispatch.invalidate()
+
+
+def _check_pass(pass_, where):
+    if not isinstance(pass_, Pass):
+        raise TypeError(
+            f"{where}: pass_ must be a cassette.Pass (wrap a transform function with "
+            f"cassette.Pass(func) or decorate it with @cassette.Pass), got {pass_!r}")
+
+
+class Context(metaclass=ContextMeta):
+    """Base class of execution contexts (see the module docstring)."""
+
+    __slots__ = _OWN_SLOTS
+    _cassette_context_class = True
+    intercept = Intercept.ALL
+
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        self.metadata = None
+        self.pass_ = NoPass
+        self.tag = None
+        self.bindingscache = None
+        self._runtime = None
+        return self
+
+    def __init__(self, *args, metadata=None, pass_=NoPass):
+        if args:
+            raise TypeError(
+                f"{type(self).__qualname__}() takes keyword arguments only "
+                f"(metadata=..., pass_=...), got {len(args)} positional argument"
+                f"{'s' if len(args) != 1 else ''}")
+        _check_pass(pass_, f"{type(self).__qualname__}()")
+        self.metadata = metadata
+        self.pass_ = pass_
+
+    # -- hooks: the default behaviours ------------------------------------------
+
+    @_default_hook
+    def prehook(self, f, *args, **kwargs):
+        """Run before every operation ``f(*args, **kwargs)``.  Default: nothing."""
+        return _dispatch.prehook.default(self, f, *args, **kwargs)
+
+    @_default_hook
+    def posthook(self, output, f, *args, **kwargs):
+        """Run after every operation that returned ``output``.  Default: nothing."""
+        return _dispatch.posthook.default(self, output, f, *args, **kwargs)
+
+    @_default_hook
+    def execute(self, f, *args, **kwargs):
+        """Replace an operation: return its result, or ``cassette.OverdubInstead``
+        to run it as usual.  Default: ``OverdubInstead``."""
+        return _dispatch.execute.default(self, f, *args, **kwargs)
+
+    @_default_hook
+    def fallback(self, f, *args, **kwargs):
+        """Run an operation that has no body to overdub.  Default: call ``f`` with
+        its arguments untagged."""
+        return _dispatch.fallback.default(self, f, *args, **kwargs)
+
+    @classmethod
+    def metadatatype(cls, T):
+        """The metadata type values of type ``T`` may carry; ``None``: none allowed."""
+        return None
+
+    # -- pickling, copying, repr ------------------------------------------------
+
+    def _extra_state(self):
+        """Attributes beyond the Context fields (subclass slots and ``__dict__``)."""
+        state = {}
+        for klass in type(self).__mro__:
+            if klass is Context:
+                break
+            slots = klass.__dict__.get("__slots__", ())
+            if isinstance(slots, str):
+                slots = (slots,)
+            for slot in slots:
+                if slot in ("__dict__", "__weakref__"):
+                    continue
+                if slot.startswith("__") and not slot.endswith("__"):
+                    slot = f"_{klass.__name__.lstrip('_')}{slot}"
+                try:
+                    state[slot] = object.__getattribute__(self, slot)
+                except AttributeError:
+                    pass
+        d = getattr(self, "__dict__", None)
+        if d:
+            state.update(d)
+        return state
+
+    def __reduce__(self):
+        return (_restore_context,
+                (type(self), self.metadata, self.pass_, self.tag, self.bindingscache),
+                self._extra_state() or None)
+
+    def __setstate__(self, state):
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+
+    @reprlib.recursive_repr()
+    def __repr__(self):
+        parts = []
+        if self.metadata is not None:
+            parts.append(f"metadata={self.metadata!r}")
+        if self.pass_ is not NoPass:
+            parts.append(f"pass_={self.pass_!r}")
+        if self.tag is not None:
+            parts.append(f"tag={self.tag!r}")
+        if self.bindingscache is not None:
+            parts.append(f"bindingscache=<{type(self.bindingscache).__name__}>")
+        return f"{type(self).__qualname__}({', '.join(parts)})"
+
+
+def _restore_context(cls, metadata, pass_, tag, bindingscache):
+    """Rebuild a context from its fields (pickle / copy / similarcontext)."""
+    if not (isinstance(cls, type) and issubclass(cls, Context)):
+        raise TypeError(f"cannot restore a context of non-context class {cls!r}")
+    self = Context.__new__(cls)
+    self.metadata = metadata
+    self.pass_ = pass_
+    self.tag = tag
+    self.bindingscache = bindingscache
+    return self
+
+
+
+class _Unchanged:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<unchanged>"
+
+
+_UNCHANGED = _Unchanged()
+
+
+def similarcontext(ctx, *, metadata=_UNCHANGED, pass_=_UNCHANGED, tag=_UNCHANGED,
+                   bindingscache=_UNCHANGED):
+    """A new context of ``type(ctx)`` with the given fields replaced.
+
+    Fields not given are shared with ``ctx`` (not copied); so are extra
+    attributes of subclasses.  The engine's private ``_runtime`` cache starts
+    empty.  ``TypeError`` for a non-context or a ``pass_`` that is not a Pass.
+    """
+    if not isinstance(ctx, Context):
+        raise TypeError(f"similarcontext: expected a cassette.Context instance, got {ctx!r}")
+    if pass_ is not _UNCHANGED:
+        _check_pass(pass_, "similarcontext")
+    new = _restore_context(
+        type(ctx),
+        ctx.metadata if metadata is _UNCHANGED else metadata,
+        ctx.pass_ if pass_ is _UNCHANGED else pass_,
+        ctx.tag if tag is _UNCHANGED else tag,
+        ctx.bindingscache if bindingscache is _UNCHANGED else bindingscache)
+    extra = ctx._extra_state()
+    if extra:
+        new.__setstate__(extra)
+    return new
+
+
+def context(name, /):
+    """Return a new :class:`Context` subclass named ``name``.
+
+    The class belongs to the calling module (``__module__``) with
+    ``__qualname__ == name``, so binding it to the same name at module level
+    makes it (and its instances) picklable.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"context() expects a class name (str), got {name!r}")
+    if not name.isidentifier():
+        raise ValueError(f"context() expects an identifier as the class name, got {name!r}")
+    try:
+        module = sys._getframe(1).f_globals.get("__name__", "__main__")
+    except ValueError:          # no caller frame (embedded interpreters)
+        module = "__main__"
+    return ContextMeta(name, (Context,), {"__module__": module, "__qualname__": name})
