@@ -290,7 +290,9 @@ def template_for(code, kinds):
     key = (id(code), kinds)
     entry = _templates.get(key)
     if entry is None:
-        bytecode = Bytecode.from_code(code)
+        # The exception table's stack depths seed the stack simulation of
+        # handlers (3.12's inlined comprehensions keep values below them).
+        bytecode = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
         rewrite_bytecode(bytecode, kinds)
         entry = _templates[key] = (code, Template(bytecode.to_code()))
     return entry[1]
