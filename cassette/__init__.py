@@ -13,7 +13,7 @@ from .context import Context, context, similarcontext
 from .dispatch import Vararg, execute, fallback, posthook, prehook
 from .errors import CassetteError, PassError, TaggingError
 from .operations import Intercept
-from .overdub import canoverdub, overdub
+from .entry import canoverdub, overdub
 from .passes import NoPass, Pass
 
 __all__ = [

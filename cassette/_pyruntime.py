@@ -43,6 +43,7 @@ class Runtime:
         self._functions = {}
         self._slots = {}
         self._droppers = {}
+        self._tagging = getattr(self.ctx, "tag", None) is not None
 
     # -- slots --------------------------------------------------------------
 
@@ -184,7 +185,8 @@ class Runtime:
                 if handler is not None:
                     out = self.invoke(handler, ctx, callee, *args, **kwargs)
                 else:
-                    args, kwargs = dispatch._untag_arguments(ctx, args, kwargs)
+                    if self._tagging:
+                        args, kwargs = dispatch._untag_arguments(ctx, args, kwargs)
                     if self.parent is not None:
                         out = self.parent.resolve(primitive)(*args, **kwargs)
                     else:
@@ -260,8 +262,7 @@ class NestedOverdub:
         self.parent = parent
 
     def __call__(self, ctx, f, /, *args, **kwargs):
-        from .overdub import check_arguments
-        check_arguments(ctx, f)
+        engine.check_arguments(ctx, f)
         return Runtime(ctx, self.parent).run(f, args, kwargs)
 
 

@@ -21,6 +21,17 @@ _OPTIONAL_ROWS = (
 )
 
 
+def check_arguments(ctx, f):
+    """The TypeErrors of SPEC §7 for ``overdub(ctx, f, …)``."""
+    if not getattr(type(ctx), "_cassette_context_class", False):
+        raise TypeError(
+            "overdub() needs a cassette.Context instance as its first argument, "
+            f"not {type(ctx).__name__!r}"
+        )
+    if not callable(f):
+        raise TypeError(f"overdub(): {type(f).__name__!r} object is not callable")
+
+
 def intercepted_rows(ctx_type):
     """The rows of SPEC §3.1 whose sites must be rewritten for ``ctx_type``:
     those the class does not narrow away and that some handler could match.

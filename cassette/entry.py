@@ -6,8 +6,8 @@ The runtime implementation is chosen here, once: the Cython core unless
 
 import os
 
-from . import callables, engine
-from .context import Context
+from . import callables
+from .engine import check_arguments
 
 if os.environ.get("CASSETTE_PURE_PYTHON", "") not in ("", "0"):
     from ._pyruntime import Runtime
@@ -19,16 +19,6 @@ else:
     except ImportError:  # not built: a source checkout without a compiler
         from ._pyruntime import Runtime
         IMPLEMENTATION = "python"
-
-
-def check_arguments(ctx, f):
-    if not isinstance(ctx, Context):
-        raise TypeError(
-            "overdub() needs a cassette.Context instance as its first argument, "
-            f"not {type(ctx).__name__!r}"
-        )
-    if not callable(f):
-        raise TypeError(f"overdub(): {type(f).__name__!r} object is not callable")
 
 
 def runtime_of(ctx):

@@ -1,0 +1,479 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, embedsignature=True
+"""The Cython core: the trampoline that rewritten code calls.
+
+This is the hot path of cassette — resolving call sites, running the hook
+protocol of one operation, operator and loop slots.  It implements the same
+classes as :mod:`cassette._pyruntime` with the same behaviour; every
+*decision* (what a call site should call, which handlers apply, how a class is
+instantiated) comes from :mod:`cassette.engine` and :mod:`cassette.dispatch`
+and is cached here.
+"""
+
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_DECREF
+
+import types
+
+from cassette import callables, dispatch, engine
+from cassette._singletons import OverdubInstead
+from cassette.operations import OPERATIONS
+from cassette.rewrite import EXHAUSTED, operand_count
+
+cdef extern from "Python.h":
+    ctypedef struct PyFunctionObject:
+        PyObject *func_code
+        PyObject *func_defaults
+    PyObject *PyDict_GetItemWithError(object, object) except? NULL
+    object PyObject_Vectorcall(object, PyObject **, size_t, PyObject *)
+    object PyObject_VectorcallDict(object, PyObject **, size_t, object)
+
+cdef extern from *:
+    """
+    /* _PyObject_GetMethod: the attribute lookup LOAD_METHOD does.  Returns 1
+       and an unbound method (to be called with the object first), 0 and the
+       attribute, or -1 with an exception set. */
+    #if PY_VERSION_HEX < 0x030D0000
+    static int cassette_get_method(PyObject *obj, PyObject *name, PyObject **out) {
+        int unbound = _PyObject_GetMethod(obj, name, out);
+        if (*out == NULL) return -1;
+        return unbound;
+    }
+    #else
+    static int cassette_get_method(PyObject *obj, PyObject *name, PyObject **out) {
+        *out = PyObject_GetAttr(obj, name);
+        return *out == NULL ? -1 : 0;
+    }
+    #endif
+    """
+    int cassette_get_method(object obj, object name, PyObject **out) except -1
+
+cdef object FunctionType = types.FunctionType
+cdef object MethodType = types.MethodType
+cdef object BuiltinFunctionType = types.BuiltinFunctionType
+cdef object MethodDescriptorType = types.MethodDescriptorType
+cdef object WrapperDescriptorType = types.WrapperDescriptorType
+cdef object NO_SELF = callables.NO_SELF
+cdef object EMPTY = dispatch.Plan.empty
+cdef object _EXHAUSTED = EXHAUSTED
+cdef object _OverdubInstead = OverdubInstead
+cdef object _untag_arguments_holder = dispatch
+cdef object _is_stable = callables.is_stable
+cdef object _lookup = callables.lookup_on_type
+cdef object _is_method_descriptor = callables.is_method_descriptor
+
+cdef Py_ssize_t _generation = -1
+
+
+def _on_generation_change(Py_ssize_t generation):
+    global _generation
+    _generation = generation
+
+
+dispatch.on_generation_change(_on_generation_change)
+
+# Slots whose value is a method of the runtime (the rest are operations).
+cdef dict _STRUCTURAL = {
+    "resolve": "resolve", "method": "method", "split": "split",
+    "for": "next_step", "with": "enter",
+}
+
+# Operation sites whose stack order differs from what hooks see:
+# kind -> (operation hooks see, arrangement code, negate the result).
+cdef dict _ARRANGED = {
+    "contains": ("contains", 1, False),
+    "not_contains": ("contains", 1, True),
+    "setitem": ("setitem", 2, False),
+    "setattr": ("setattr", 2, False),
+    "getslice": ("getitem", 3, False),
+    "setslice": ("setitem", 4, False),
+}
+
+
+cdef inline object _select(object fixed, object selector, object ctx, tuple args):
+    if fixed is not None:
+        return fixed
+    if selector is not None:
+        return selector.select(ctx, args)
+    return None
+
+
+cdef object _call_prefixed(object f, object a, object b, object c, int nprefix,
+                           tuple args, dict kwargs):
+    """``f(a, b[, c], *args, **kwargs)`` without building an argument tuple."""
+    cdef PyObject *stack[12]
+    cdef Py_ssize_t n = len(args)
+    cdef Py_ssize_t i
+    if n + nprefix > 12:
+        if nprefix == 2:
+            return f(a, b, *args, **(kwargs or {}))
+        return f(a, b, c, *args, **(kwargs or {}))
+    stack[0] = <PyObject *>a
+    stack[1] = <PyObject *>b
+    if nprefix == 3:
+        stack[2] = <PyObject *>c
+    for i in range(n):
+        stack[nprefix + i] = <PyObject *>args[i]
+    if kwargs:
+        return PyObject_VectorcallDict(f, stack, nprefix + n, kwargs)
+    return PyObject_Vectorcall(f, stack, nprefix + n, NULL)
+
+
+cdef class Protocol:
+    """The compiled :class:`dispatch.Plan` of one callee: for each hook kind,
+    the handler that always wins (``*_fixed``) or a selector."""
+
+    cdef object pre_fixed, pre_sel, exe_fixed, exe_sel
+    cdef object post_fixed, post_sel, fb_fixed, fb_sel
+
+    def __init__(self, plan):
+        self.pre_fixed, self.pre_sel = _split_selector(plan.prehook)
+        self.exe_fixed, self.exe_sel = _split_selector(plan.execute)
+        self.post_fixed, self.post_sel = _split_selector(plan.posthook)
+        self.fb_fixed, self.fb_sel = _split_selector(plan.fallback)
+
+    cdef object run(self, Runtime runtime, object callee, object body,
+                    object primitive, tuple args, dict kwargs):
+        """The protocol of one operation (SPEC §3.2)."""
+        cdef object ctx = runtime.ctx
+        cdef object handler
+        cdef object out = _OverdubInstead
+        handler = _select(self.pre_fixed, self.pre_sel, ctx, args)
+        if handler is not None:
+            runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+        handler = _select(self.exe_fixed, self.exe_sel, ctx, args)
+        if handler is not None:
+            out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+        if out is _OverdubInstead:
+            if body is not None:
+                if kwargs:
+                    out = body(*args, **kwargs)
+                else:
+                    out = body(*args)
+            else:
+                handler = _select(self.fb_fixed, self.fb_sel, ctx, args)
+                if handler is not None:
+                    out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+                else:
+                    out = runtime.primitive(primitive, args, kwargs)
+        handler = _select(self.post_fixed, self.post_sel, ctx, args)
+        if handler is not None:
+            runtime.invoke(handler, ctx, out, callee, 3, args, kwargs)
+        return out
+
+
+cdef tuple _split_selector(selector):
+    if selector is None:
+        return (None, None)
+    if selector.unconditional is not None:
+        return (selector.unconditional, None)
+    return (None, selector)
+
+
+cdef class FunctionEntry:
+    cdef object code, defaults, target
+
+
+cdef class Runtime:
+    """Routes the operations of code rewritten for one context."""
+
+    cdef readonly object ctx
+    cdef readonly object parent
+    cdef readonly object kinds
+    cdef tuple _ctx_types
+    cdef Py_ssize_t _generation
+    cdef dict _resolved, _functions, _slots, _droppers
+    cdef OperationSite _next_site
+    cdef bint _tagging
+
+    def __init__(self, ctx, parent=None):
+        self.ctx = ctx
+        self.parent = parent
+        chain = [type(ctx)]
+        outer = parent
+        while outer is not None:
+            chain.append(type(outer.ctx))
+            outer = outer.parent
+        self._ctx_types = tuple(chain)
+        self._reset()
+
+    cdef _reset(self):
+        self._generation = _generation
+        self.kinds = engine.intercepted_kinds(self._ctx_types)
+        self._resolved = {}
+        self._functions = {}
+        self._slots = {}
+        self._droppers = {}
+        self._next_site = None
+        self._tagging = getattr(self.ctx, "tag", None) is not None
+
+    # -- slots --------------------------------------------------------------
+
+    def slot(self, name):
+        """The callable bound into rewritten code for slot ``name``."""
+        value = self._slots.get(name)
+        if value is None:
+            if name in _STRUCTURAL:
+                value = getattr(self, _STRUCTURAL[name])
+            else:
+                site = OperationSite(self, name)
+                count = operand_count(name)
+                value = (site.call1 if count == 1 else site.call2 if count == 2
+                         else site.call3 if count == 3 else site.call4)
+            self._slots[name] = value
+        return value
+
+    def resolve(self, f):
+        """What a call site calls instead of ``f``."""
+        cdef PyObject *hit
+        cdef FunctionEntry entry
+        if self._generation != _generation:
+            self._reset()
+        tp = type(f)
+        if tp is FunctionType:
+            hit = PyDict_GetItemWithError(self._functions, f)
+            if hit is not NULL:
+                entry = <FunctionEntry>hit
+                if (<PyObject *>entry.code is (<PyFunctionObject *>f).func_code
+                        and <PyObject *>entry.defaults is (<PyFunctionObject *>f).func_defaults):
+                    return entry.target
+            entry = FunctionEntry()
+            entry.code = f.__code__
+            entry.defaults = f.__defaults__
+            entry.target = engine.target(self, f)
+            self._functions[f] = entry
+            return entry.target
+        if (tp is type or tp is BuiltinFunctionType or tp is MethodDescriptorType
+                or tp is WrapperDescriptorType):
+            hit = PyDict_GetItemWithError(self._resolved, f)
+            if hit is not NULL:
+                return <object>hit
+        target = engine.target(self, f)
+        if _is_stable(f):
+            self._resolved[f] = target
+        return target
+
+    def method(self, obj, name):
+        """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
+        cdef PyObject *found = NULL
+        cdef int unbound = cassette_get_method(obj, name, &found)
+        attribute = <object>found
+        Py_DECREF(attribute)
+        if unbound:
+            return self.resolve(attribute)
+        return self._dropper(self.resolve(attribute))
+
+    def split(self, bound):
+        """For 3.12's ``super().name(…)``: ``(self, M)`` such that
+        ``M(self, …)`` makes the call."""
+        if type(bound) is MethodType:
+            return bound.__self__, self.resolve(bound.__func__)
+        return None, self._dropper(self.resolve(bound))
+
+    def next_step(self, iterator):
+        """One step of a ``for`` loop: the next value or EXHAUSTED."""
+        cdef OperationSite site = self._next_site
+        if site is None:
+            site = self._next_site = OperationSite(self, "next")
+        if site.refresh():
+            return next(iterator, _EXHAUSTED)
+        try:
+            return site.call1(iterator)
+        except StopIteration:
+            return _EXHAUSTED
+
+    def enter(self, manager):
+        """``with manager``: ``(value of __enter__, exit callable)``."""
+        tp = type(manager)
+        enter = _lookup(tp, "__enter__")
+        exit_ = _lookup(tp, "__exit__")
+        if enter is None or exit_ is None:
+            engine.native_with_error(manager)
+        value = self.call_special(enter, manager)
+        return value, Exit(self, exit_, manager)
+
+    def call_special(self, descriptor, obj, *args):
+        """Call a special method found on ``type(obj)`` as an operation."""
+        if _is_method_descriptor(descriptor):
+            return self.resolve(descriptor)(obj, *args)
+        if hasattr(type(descriptor), "__get__"):
+            descriptor = descriptor.__get__(obj, type(obj))
+        return self.resolve(descriptor)(*args)
+
+    # -- what engine.target builds with ------------------------------------
+
+    cdef object _dropper(self, target):
+        key = id(target)
+        cdef DropSelf dropper = self._droppers.get(key)
+        if dropper is None or dropper.target is not target:
+            dropper = DropSelf(target)
+            self._droppers[key] = dropper
+        return dropper
+
+    def rewritten(self, function):
+        """``function``'s body rewritten for this runtime."""
+        return engine.rewritten_function(function, self.kinds, self.slot)
+
+    def hooked(self, callee, plan, body):
+        return Hooked(self, callee, plan, body)
+
+    def nested_overdub(self):
+        return NestedOverdub(self)
+
+    def call(self, f, *args, **kwargs):
+        """Call ``f`` as an operation of this context."""
+        return self.resolve(f)(*args, **kwargs)
+
+    def run(self, f, args, kwargs):
+        return engine.run(self, f, args, kwargs)
+
+    # -- the protocol -------------------------------------------------------
+
+    cdef object invoke(self, handler, a, b, c, int nprefix, tuple args, dict kwargs):
+        """Call a handler; under a nested overdub the enclosing context
+        intercepts it like any other code."""
+        if self.parent is not None:
+            handler = self.parent.resolve(handler)
+        return _call_prefixed(handler, a, b, c, nprefix, args, kwargs)
+
+    cdef object primitive(self, f, tuple args, dict kwargs):
+        """The default fallback: ``f`` called with untagged arguments."""
+        if self._tagging:
+            args, kwargs = _untag_arguments_holder._untag_arguments(self.ctx, args, kwargs)
+        if self.parent is not None:
+            f = self.parent.resolve(f)
+        if kwargs:
+            return f(*args, **kwargs)
+        return f(*args)
+
+
+cdef class Hooked:
+    """A callee with handlers: calling it runs the protocol of SPEC §3.2."""
+
+    cdef Runtime runtime
+    cdef readonly object callee
+    cdef object body
+    cdef Protocol protocol
+
+    def __init__(self, Runtime runtime, callee, plan, body):
+        self.runtime = runtime
+        self.callee = callee
+        self.body = body
+        self.protocol = Protocol(plan)
+
+    def __call__(self, *args, **kwargs):
+        return self.protocol.run(self.runtime, self.callee, self.body,
+                                 self.callee, args, kwargs)
+
+
+cdef class DropSelf:
+    """Called as ``M(obj, *args)`` by a rewritten method call whose attribute
+    was not a method: calls the target without ``obj``."""
+
+    cdef readonly object target
+
+    def __init__(self, target):
+        self.target = target
+
+    def __call__(self, _self, *args, **kwargs):
+        if kwargs:
+            return self.target(*args, **kwargs)
+        return self.target(*args)
+
+
+cdef class Exit:
+    """The ``__exit__`` callable a rewritten ``with`` pushes."""
+
+    cdef Runtime runtime
+    cdef object method, manager
+
+    def __init__(self, Runtime runtime, method, manager):
+        self.runtime = runtime
+        self.method = method
+        self.manager = manager
+
+    def __call__(self, exc_type, exc_value, traceback):
+        return self.runtime.call_special(
+            self.method, self.manager, exc_type, exc_value, traceback)
+
+
+cdef class NestedOverdub:
+    """The body of ``cassette.overdub`` called from overdubbed code: the
+    inner run, whose handlers the enclosing runtime intercepts."""
+
+    cdef Runtime parent
+
+    def __init__(self, Runtime parent):
+        self.parent = parent
+
+    def __call__(self, ctx, f, *args, **kwargs):
+        engine.check_arguments(ctx, f)
+        return Runtime(ctx, self.parent).run(f, args, kwargs)
+
+
+cdef class OperationSite:
+    """The slot of one operation kind (``add``, ``getattr`` …)."""
+
+    cdef Runtime runtime
+    cdef object callee, implementation
+    cdef int arrangement
+    cdef bint negate
+    cdef Protocol protocol
+    cdef Py_ssize_t generation
+
+    def __init__(self, Runtime runtime, kind):
+        name, arrangement, negate = _ARRANGED.get(kind, (kind, 0, False))
+        operation = OPERATIONS[name]
+        self.runtime = runtime
+        self.callee = operation.callee
+        self.implementation = operation.implementation
+        self.arrangement = arrangement
+        self.negate = negate
+        self.generation = -1
+
+    cdef bint refresh(self):
+        """Bring the plan up to date; True when no handler applies."""
+        if self.generation != _generation:
+            plan = dispatch.plan(type(self.runtime.ctx), self.callee)
+            self.protocol = None if plan is EMPTY else Protocol(plan)
+            self.generation = _generation
+        return self.protocol is None
+
+    cdef object _operate(self, tuple args):
+        cdef object out
+        if self.refresh():
+            if self.runtime.parent is not None:
+                out = self.runtime.parent.call(self.callee, *args)
+            else:
+                out = self.implementation(*args)
+        else:
+            out = self.protocol.run(self.runtime, self.callee, None,
+                                    self.callee, args, None)
+        if self.negate:
+            return not out
+        return out
+
+    def call1(self, a):
+        if self.generation == _generation and self.protocol is None and self.runtime.parent is None:
+            return self.implementation(a)
+        return self._operate((a,))
+
+    def call2(self, a, b):
+        if self.arrangement == 1:
+            a, b = b, a
+        if self.generation == _generation and self.protocol is None and self.runtime.parent is None:
+            out = self.implementation(a, b)
+            return (not out) if self.negate else out
+        return self._operate((a, b))
+
+    def call3(self, a, b, c):
+        if self.arrangement == 2:
+            args = (b, c, a)
+        elif self.arrangement == 3:
+            args = (a, slice(b, c))
+        else:
+            args = (a, b, c)
+        return self._operate(args)
+
+    def call4(self, a, b, c, d):
+        # setslice: (value, obj, start, stop)
+        return self._operate((b, slice(c, d), a))
