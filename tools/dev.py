@@ -1,0 +1,460 @@
+#!/usr/bin/env python3
+"""The single developer entry point for cassette (stdlib only, Python >= 3.8).
+
+Usage (from anywhere; paths are relative to the repository root)::
+
+    python3 tools/dev.py demo                  # build, then run examples/demo.py
+    python3 tools/dev.py test [OPTIONS] [PYTEST ARGS...]
+    python3 tools/dev.py bench [PYTEST ARGS...]
+
+``demo``
+    Uses the first supported interpreter found (3.11, then 3.12, then 3.13),
+    creates or reuses ``.venv/<X.Y>``, installs cassette editable with the
+    ``test`` extra, and runs ``python examples/demo.py`` in it.
+
+``test``
+    For each of Python 3.11, 3.12 and 3.13: creates or reuses ``.venv/<X.Y>``,
+    installs cassette editable with the ``test`` extra, and runs
+    ``python -m pytest tests/`` twice: once with the Cython core and once with
+    ``CASSETTE_PURE_PYTHON=1`` (the pure-Python runtime).  Every run gets a
+    header; at the end a table summarises the runs, and the last line printed
+    is exactly ``N passed, M failed`` totalled over all runs (CI reads it).
+    The exit status is non-zero if any run failed or any interpreter is
+    missing.  A run that produced no test results (missing interpreter, failed
+    install, pytest usage error or crash) counts as one failure, so that line
+    never reads ``0 failed`` for a failing command.  pytest's exit status 5
+    ("no tests collected") counts as a successful run with 0 passed.
+
+    Options (everything else, and everything after ``--``, goes to pytest)::
+
+        --python 3.12        restrict to these versions (repeat, or 3.12,3.13)
+
+    Example: ``python3 tools/dev.py test --python 3.12 -k dispatch -x``.
+
+``bench``
+    Runs ``python -m pytest bench/ --benchmark-only`` in ``.venv/3.12``,
+    installed with the ``bench`` extra (added to whatever it already has).
+
+Interpreter discovery, for each version X.Y:
+
+1. ``CASSETTE_PYTHONS`` (comma-separated interpreter paths), if set, is the
+   only source: each path is asked for its version;
+2. otherwise every ``pythonX.Y`` on ``PATH`` that actually runs (a pyenv shim
+   for a version that is not active does not);
+3. otherwise ``pyenv prefix <latest installed X.Y.Z>``/bin/pythonX.Y.
+
+Installs are cached: a stamp in each venv records a hash of ``pyproject.toml``,
+``setup.py`` and the Cython sources under ``cassette/`` (.pyx/.pxd/.pxi/.h)
+plus the installed extras.  The project is reinstalled (and its extension
+rebuilt, with ``CASSETTE_FORCE_CYTHON=1`` so Cython never skips it) only when
+that hash changes, the extras grow, or the built extension is missing.  Pure
+Python changes need no reinstall: the install is editable.
+"""
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+VENVS = ROOT / ".venv"
+SUPPORTED = ("3.11", "3.12", "3.13")
+BENCH_VERSION = "3.12"
+# Files whose change requires reinstalling (and so rebuilding) the project.
+BUILD_INPUTS = ("pyproject.toml", "setup.py")
+BUILD_INPUT_GLOBS = ("*.pyx", "*.pxd", "*.pxi", "*.h")
+STAMP_NAME = "cassette-dev-stamp.json"
+# Bump to force every venv to reinstall after a change to the install recipe.
+RECIPE = 1
+
+# Asked of every candidate interpreter: version, real executable, and whether
+# it can make a venv with pip in it.
+PROBE = (
+    "import sys, importlib.util as u;"
+    "print('%d.%d' % sys.version_info[:2]);"
+    "print(sys.version.split()[0]);"
+    "print(sys.executable);"
+    "print(int(bool(u.find_spec('venv') and u.find_spec('ensurepip'))))"
+)
+
+
+class DevError(Exception):
+    """A failure with a message for the developer (no traceback)."""
+
+
+def say(*parts):
+    print(*parts, flush=True)
+
+
+def banner(text, char="="):
+    say("\n" + char * 78 + "\n" + text + "\n" + char * 78)
+
+
+def run(cmd, **kwargs):
+    """Run a command with inherited stdio; return its exit status."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return subprocess.call([str(c) for c in cmd], **kwargs)
+
+
+def capture(cmd):
+    """Run a short query command; return its stdout, or None if it could not
+    run or exited non-zero."""
+    try:
+        out = subprocess.run(
+            [str(c) for c in cmd], stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+            universal_newlines=True, timeout=60,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+# --------------------------------------------------------------------------
+# Interpreter discovery
+
+
+class Interpreter:
+    def __init__(self, version, full_version, executable):
+        self.version = version            # "3.12"
+        self.full_version = full_version  # "3.12.1"
+        self.executable = executable      # real path of the base interpreter
+
+
+def probe(exe):
+    """Return an Interpreter for ``exe``, or None if it does not run or
+    cannot create a venv."""
+    lines = (capture([exe, "-c", PROBE]) or "").split()
+    if len(lines) != 4 or lines[3] != "1":
+        return None
+    return Interpreter(lines[0], lines[1], lines[2])
+
+
+def pyenv_command():
+    found = shutil.which("pyenv")
+    if found:
+        return found
+    root = os.environ.get("PYENV_ROOT") or os.path.expanduser("~/.pyenv")
+    candidate = os.path.join(root, "bin", "pyenv")
+    return candidate if os.access(candidate, os.X_OK) else None
+
+
+def from_pyenv(version):
+    pyenv = pyenv_command()
+    if not pyenv:
+        return None
+    bare = (capture([pyenv, "versions", "--bare", "--skip-aliases"]) or "").split()
+    pattern = re.compile(r"^%s\.(\d+)$" % re.escape(version))
+    installed = [name for name in bare if pattern.match(name)]
+    installed.sort(key=lambda name: int(pattern.match(name).group(1)), reverse=True)
+    for name in installed:  # newest patch release first
+        prefix = (capture([pyenv, "prefix", name]) or "").strip()
+        if prefix:
+            found = probe(Path(prefix) / "bin" / ("python" + version))
+            if found and found.version == version:
+                return found
+    return None
+
+
+def find_interpreter(version):
+    """Return the Interpreter for ``version`` ("3.12"), or raise DevError."""
+    override = os.environ.get("CASSETTE_PYTHONS")
+    if override is not None:
+        paths = [p.strip() for p in override.split(",") if p.strip()]
+        for path in paths:
+            found = probe(path)
+            if found and found.version == version:
+                return found
+        raise DevError(
+            "Python %s is missing: none of CASSETTE_PYTHONS=%r is a working "
+            "Python %s with venv/ensurepip" % (version, override, version))
+
+    name = "python" + version
+    for directory in os.get_exec_path():
+        candidate = os.path.join(directory, name)
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            found = probe(candidate)
+            if found and found.version == version:
+                return found
+
+    found = from_pyenv(version)
+    if found:
+        return found
+    raise DevError(
+        "Python %s is missing: no working %s on PATH and no pyenv-installed "
+        "%s.x (install one, e.g. `pyenv install %s`, or point CASSETTE_PYTHONS "
+        "at it)" % (version, name, version, version))
+
+
+# --------------------------------------------------------------------------
+# Virtual environments and installs
+
+
+def venv_python(venv):
+    return venv / "bin" / "python"
+
+
+def venv_info(venv):
+    """(full_version, EXT_SUFFIX) of a venv's interpreter, or None if broken."""
+    code = ("import sys, sysconfig; print(sys.version.split()[0]); "
+            "print(sysconfig.get_config_var('EXT_SUFFIX'))")
+    lines = (capture([venv_python(venv), "-c", code]) or "").split()
+    return tuple(lines) if len(lines) == 2 else None
+
+
+def ensure_venv(interp):
+    """Create or reuse ``.venv/<X.Y>``; return (venv path, EXT_SUFFIX)."""
+    venv = VENVS / interp.version
+    info = venv_info(venv) if venv.exists() else None
+    if info is None or info[0] != interp.full_version:
+        if venv.exists():
+            say("dev.py: recreating %s (broken or made by another Python %s)"
+                % (venv.relative_to(ROOT), interp.version))
+            shutil.rmtree(str(venv))
+        say("dev.py: creating %s with %s (Python %s)"
+            % (venv.relative_to(ROOT), interp.executable, interp.full_version))
+        if run([interp.executable, "-m", "venv", venv]) != 0:
+            raise DevError("could not create %s" % venv)
+        info = venv_info(venv)
+        if info is None:
+            raise DevError("the new venv %s does not run" % venv)
+    return venv, info[1]
+
+
+def build_inputs_hash(full_version):
+    digest = hashlib.sha256()
+    digest.update(("recipe %d python %s\n" % (RECIPE, full_version)).encode())
+    files = [ROOT / name for name in BUILD_INPUTS]
+    for pattern in BUILD_INPUT_GLOBS:
+        files.extend(sorted((ROOT / "cassette").rglob(pattern)))
+    for path in files:
+        digest.update(str(path.relative_to(ROOT)).encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"<missing>")
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def ensure_installed(interp, extras):
+    """Make ``.venv/<X.Y>`` hold an up-to-date editable install of cassette
+    with at least ``extras``; return the venv's python."""
+    venv, ext_suffix = ensure_venv(interp)
+    stamp_path = venv / STAMP_NAME
+    try:
+        stamp = json.loads(stamp_path.read_text())
+    except (OSError, ValueError):
+        stamp = {}
+    have = set(stamp.get("extras", ()))
+    wanted = sorted(have | set(extras))
+    current = build_inputs_hash(interp.full_version)
+    extension = ROOT / "cassette" / ("_core" + ext_suffix)
+    if stamp.get("hash") == current and have.issuperset(extras) and extension.exists():
+        return venv_python(venv)
+
+    say("dev.py: installing cassette[%s] (editable) into %s"
+        % (",".join(wanted), venv.relative_to(ROOT)))
+    if stamp_path.exists():
+        stamp_path.unlink()
+    env = dict(os.environ, CASSETTE_FORCE_CYTHON="1")
+    target = ".[%s]" % ",".join(wanted) if wanted else "."
+    status = run([venv_python(venv), "-m", "pip", "install", "-qq",
+                  "--disable-pip-version-check", "--editable", target],
+                 cwd=str(ROOT), env=env)
+    if status != 0:
+        raise DevError("pip install of cassette into %s failed (exit %d)"
+                       % (venv.relative_to(ROOT), status))
+    if not extension.exists():
+        raise DevError("the install did not build %s" % extension.relative_to(ROOT))
+    stamp_path.write_text(json.dumps({"hash": current, "extras": wanted}) + "\n")
+    return venv_python(venv)
+
+
+# --------------------------------------------------------------------------
+# pytest runs
+
+
+class RunResult:
+    def __init__(self, label, passed=0, failed=0, skipped=0, note=""):
+        self.label = label
+        self.passed = passed
+        self.failed = failed
+        self.skipped = skipped
+        self.note = note
+
+    @property
+    def ok(self):
+        return self.failed == 0
+
+
+def junit_counts(path):
+    """(tests, failures+errors, skipped) from a pytest JUnit XML file."""
+    root = ET.parse(str(path)).getroot()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    tests = failed = skipped = 0
+    for suite in suites:
+        tests += int(suite.get("tests", 0))
+        failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        skipped += int(suite.get("skipped", 0))
+    return tests, failed, skipped
+
+
+def run_pytest(python, label, pytest_args, pure):
+    """Run pytest with live output; return a RunResult."""
+    env = dict(os.environ)
+    env.pop("CASSETTE_PURE_PYTHON", None)
+    if pure:
+        env["CASSETTE_PURE_PYTHON"] = "1"
+    with tempfile.TemporaryDirectory(prefix="cassette-dev-") as tmp:
+        xml_path = os.path.join(tmp, "junit.xml")
+        status = run([python, "-m", "pytest", "tests/", "--junitxml", xml_path]
+                     + list(pytest_args), cwd=str(ROOT), env=env)
+        try:
+            tests, failed, skipped = junit_counts(xml_path)
+        except (OSError, ET.ParseError):
+            tests = failed = skipped = 0
+    result = RunResult(label, tests - failed - skipped, failed, skipped)
+    if status == 5 and failed == 0:
+        result.note = "no tests collected"
+    elif status != 0 and failed == 0:
+        # pytest failed without a failing test: usage error, crash, interrupt.
+        result.failed = 1
+        result.note = "pytest exited with status %d" % status
+    return result
+
+
+def print_summary(results):
+    banner("Summary")
+    rows = [("run", "passed", "failed", "skipped", "result")]
+    for r in results:
+        rows.append((r.label, str(r.passed), str(r.failed), str(r.skipped),
+                     ("ok" if r.ok else "FAIL") + (" (%s)" % r.note if r.note else "")))
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        say("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
+    say()
+    # The closing line CI reads: exactly "N passed, M failed", last of all.
+    say("%d passed, %d failed" % (sum(r.passed for r in results),
+                                 sum(r.failed for r in results)))
+
+
+# --------------------------------------------------------------------------
+# Commands
+
+
+def parse_test_args(args):
+    """Split ``test`` arguments into (versions, pytest args)."""
+    versions = []
+    rest = []
+    args = list(args)
+    while args:
+        arg = args.pop(0)
+        if arg == "--":
+            rest.extend(args)
+            break
+        if arg == "--python" or arg.startswith("--python="):
+            if arg == "--python":
+                if not args:
+                    raise DevError("--python needs a version, e.g. --python 3.12")
+                value = args.pop(0)
+            else:
+                value = arg.split("=", 1)[1]
+            for version in value.split(","):
+                version = version.strip()
+                if version not in SUPPORTED:
+                    raise DevError("unsupported --python %r; choose from %s"
+                                   % (version, ", ".join(SUPPORTED)))
+                if version not in versions:
+                    versions.append(version)
+        else:
+            rest.append(arg)
+    return versions or list(SUPPORTED), rest
+
+
+def cmd_test(args):
+    versions, pytest_args = parse_test_args(args)
+    results = []
+    total = 2 * len(versions)
+    for version in versions:
+        labels = [("cython", False), ("pure", True)]
+        try:
+            interp = find_interpreter(version)
+            say("dev.py: Python %s is %s (%s)"
+                % (version, interp.executable, interp.full_version))
+            python = ensure_installed(interp, ["test"])
+        except DevError as exc:
+            say("dev.py: ERROR: %s" % exc)
+            for core, _ in labels:
+                results.append(RunResult("%s %s" % (version, core), failed=1,
+                                         note=str(exc).split(":")[0]))
+            continue
+        for core, pure in labels:
+            number = len(results) + 1
+            banner("[%d/%d] Python %s, %s core%s   (.venv/%s)" % (
+                number, total, interp.full_version,
+                "pure-Python" if pure else "Cython",
+                "   CASSETTE_PURE_PYTHON=1" if pure else "", version))
+            results.append(run_pytest(python, "%s %s" % (interp.full_version, core),
+                                      pytest_args, pure))
+    print_summary(results)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def first_interpreter():
+    missing = []
+    for version in SUPPORTED:
+        try:
+            return find_interpreter(version)
+        except DevError as exc:
+            missing.append(str(exc))
+    raise DevError("no supported Python found:\n  " + "\n  ".join(missing))
+
+
+def cmd_demo(args):
+    interp = first_interpreter()
+    python = ensure_installed(interp, ["test"])
+    banner("examples/demo.py on Python %s" % interp.full_version)
+    return run([python, "examples/demo.py"] + list(args), cwd=str(ROOT))
+
+
+def cmd_bench(args):
+    interp = find_interpreter(BENCH_VERSION)
+    python = ensure_installed(interp, ["bench"])
+    banner("benchmarks on Python %s" % interp.full_version)
+    status = run([python, "-m", "pytest", "bench/", "--benchmark-only"] + list(args),
+                 cwd=str(ROOT))
+    if status == 5:
+        say("dev.py: no benchmarks collected under bench/")
+        return 0
+    return status
+
+
+COMMANDS = {"demo": cmd_demo, "test": cmd_test, "bench": cmd_bench}
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        say(__doc__)
+        return 0 if argv else 2
+    command = COMMANDS.get(argv[0])
+    if command is None:
+        say("dev.py: unknown command %r; choose from %s"
+            % (argv[0], ", ".join(sorted(COMMANDS))))
+        return 2
+    try:
+        return command(argv[1:])
+    except DevError as exc:
+        say("dev.py: ERROR: %s" % exc)
+        return 1
+    except KeyboardInterrupt:
+        say("dev.py: interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
