@@ -12,6 +12,7 @@ import types
 from . import callables, dispatch
 from .operations import OPERATIONS, ROW_CALLEES, Intercept
 from .rewrite import kinds_for, template_for
+from .versions import LAYER
 
 _EMPTY = dispatch.Plan.empty
 
@@ -95,6 +96,8 @@ def decide(ctx_type, f):
     callee, bound = callables.split_bound(f)
     if callee in callables.FRAME_SENSITIVE:
         return Decision(callee, bound, None, None)
+    if type(callee) is types.FunctionType and LAYER.is_inlined_scope(callee.__code__):
+        return Decision(callee, bound, _EMPTY, callables.FUNCTION)
     return Decision(callee, bound, dispatch.plan(ctx_type, callee),
                     callables.body_kind(callee))
 

@@ -187,12 +187,9 @@ def _emit_site(site, instr, tags, out):
     call = LAYER.call_constant
 
     if kind in ("call", "call_kw", "call_ex"):
-        callable_depth, partner_depth = LAYER.call_layout(site)
-        if tags is None or len(tags) < callable_depth or len(tags) < partner_depth:
-            return False
-        if not LAYER.needs_resolution(tags[-callable_depth], tags[-partner_depth]):
-            return False
-        out += LAYER.resolve_at_depth(Slot("resolve"), callable_depth, loc)
+        depth = LAYER.resolution_depth(site, tags)
+        if depth is not None:
+            out += LAYER.resolve_at_depth(Slot("resolve"), depth, loc)
         return False  # the call instructions themselves follow unchanged
 
     if kind == "method":

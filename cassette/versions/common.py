@@ -75,12 +75,35 @@ def swap_below(count, location):
     return [Instr("SWAP", i, location=location) for i in range(count + 1, 1, -1)]
 
 
+def _below_null_resolution(layout, tags):
+    """3.11/3.12: a call's two slots are ``[NULL, callable]`` or, in method
+    form, ``[callable, self]`` (a generator expression's function and its
+    iterator take that form too)."""
+    upper_depth, lower_depth = layout
+    if len(tags) < lower_depth:
+        return None
+    lower = tags[-lower_depth]
+    if lower is Tag.NULL:
+        return upper_depth
+    if lower is Tag.OTHER:
+        return lower_depth
+    return None
+
+
 class Layer:
     """Base class of the per-version layers: what 3.11–3.13 spell alike."""
 
     version = None
     #: True when a call pushes its NULL *before* the callable (3.11, 3.12).
     null_below_callable = True
+
+    def is_inlined_scope(self, code):
+        """True for the code of a function the compiler of this version calls
+        where later versions inline the code instead (3.11's list, set and
+        dict comprehensions).  Calling it is not an operation of the program:
+        the runtime runs its body without hooks so traces match across
+        versions."""
+        return False
 
     # -- emission -----------------------------------------------------------
 
@@ -187,10 +210,11 @@ class Layer:
         the callable and of the slot paired with it (NULL or ``self``)."""
         raise NotImplementedError
 
-    def needs_resolution(self, callable_tag, partner_tag):
-        """Whether the callable slot of a call must be routed through the
-        runtime's ``resolve``: plain callables must, callables the rewrite
-        already resolved (method loads, ``with`` exits) must not."""
+    def resolution_depth(self, site, tags):
+        """The depth (1 = top of stack before the site) of the value a call
+        site must route through the runtime's ``resolve``, or None when the
+        callable is already resolved (rewritten method loads, ``with``
+        exits).  ``tags`` is the simulated stack before the site."""
         raise NotImplementedError
 
     def to_bool(self, location):

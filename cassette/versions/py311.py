@@ -2,12 +2,19 @@
 
 from bytecode import Instr
 
-from .common import Layer, Site, Tag, swap_below
+from .common import Layer, Site, Tag, _below_null_resolution, swap_below
+
+
+_COMPREHENSION_NAMES = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})
 
 
 class Layer311(Layer):
     version = (3, 11)
     null_below_callable = True
+
+    def is_inlined_scope(self, code):
+        # PEP 709 inlines these from 3.12 on.
+        return code.co_name in _COMPREHENSION_NAMES
 
     def call_constant(self, const, nargs, location):
         code = [Instr("PUSH_NULL", location=location)]
@@ -51,8 +58,8 @@ class Layer311(Layer):
             return 2 + site.detail, 3 + site.detail
         return site.detail + 1, site.detail + 2
 
-    def needs_resolution(self, callable_tag, partner_tag):
-        return partner_tag is Tag.NULL
+    def resolution_depth(self, site, tags):
+        return _below_null_resolution(self.call_layout(site), tags)
 
     def for_exhausted(self, target, location):
         return [Instr("POP_TOP", location=location),

@@ -4,7 +4,7 @@ LOAD_SUPER_ATTR, slices as their own opcodes, unary plus as an intrinsic."""
 from bytecode import Instr
 from bytecode.instr import Intrinsic1Op
 
-from .common import Layer, Site, Tag, swap_below
+from .common import Layer, Site, Tag, _below_null_resolution, swap_below
 
 
 class Layer312(Layer):
@@ -57,8 +57,8 @@ class Layer312(Layer):
             return 2 + site.detail, 3 + site.detail
         return site.detail + 1, site.detail + 2
 
-    def needs_resolution(self, callable_tag, partner_tag):
-        return partner_tag is Tag.NULL
+    def resolution_depth(self, site, tags):
+        return _below_null_resolution(self.call_layout(site), tags)
 
     def for_exhausted(self, target, location):
         # The loop's exit label is its END_FOR, which pops iterator and value.

@@ -63,8 +63,11 @@ class Layer313(Layer):
             return site.detail + 3, site.detail + 2
         return site.detail + 2, site.detail + 1
 
-    def needs_resolution(self, callable_tag, partner_tag):
-        return callable_tag is Tag.OTHER
+    def resolution_depth(self, site, tags):
+        callable_depth, _partner_depth = self.call_layout(site)
+        if len(tags) < callable_depth or tags[-callable_depth] is not Tag.OTHER:
+            return None
+        return callable_depth
 
     def for_exhausted(self, target, location):
         # The loop's exit label is END_FOR + POP_TOP: together they pop the
