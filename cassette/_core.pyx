@@ -118,6 +118,20 @@ cdef object _call_prefixed(object f, object a, object b, object c, int nprefix,
     return PyObject_Vectorcall(f, stack, nprefix + n, NULL)
 
 
+cdef object _call_tuple(object f, tuple args, dict kwargs):
+    """``f(*args, **kwargs)`` by vectorcall."""
+    cdef PyObject *stack[12]
+    cdef Py_ssize_t n = len(args)
+    cdef Py_ssize_t i
+    if n > 12:
+        return f(*args, **(kwargs or {}))
+    for i in range(n):
+        stack[i] = <PyObject *>args[i]
+    if kwargs:
+        return PyObject_VectorcallDict(f, stack, n, kwargs)
+    return PyObject_Vectorcall(f, stack, n, NULL)
+
+
 cdef class Protocol:
     """The compiled :class:`dispatch.Plan` of one callee: for each hook kind,
     the handler that always wins (``*_fixed``) or a selector."""
@@ -145,10 +159,7 @@ cdef class Protocol:
             out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
         if out is _OverdubInstead:
             if body is not None:
-                if kwargs:
-                    out = body(*args, **kwargs)
-                else:
-                    out = body(*args)
+                out = _call_tuple(body, args, kwargs)
             else:
                 handler = _select(self.fb_fixed, self.fb_sel, ctx, args)
                 if handler is not None:
@@ -225,6 +236,7 @@ cdef class Runtime:
     def resolve(self, f):
         """What a call site calls instead of ``f``."""
         cdef PyObject *hit
+        cdef PyObject *defaults
         cdef FunctionEntry entry
         if self._generation != _generation:
             self._reset()
@@ -233,8 +245,10 @@ cdef class Runtime:
             hit = PyDict_GetItemWithError(self._functions, f)
             if hit is not NULL:
                 entry = <FunctionEntry>hit
+                defaults = (<PyFunctionObject *>f).func_defaults
                 if (<PyObject *>entry.code is (<PyFunctionObject *>f).func_code
-                        and <PyObject *>entry.defaults is (<PyFunctionObject *>f).func_defaults):
+                        and (<PyObject *>entry.defaults is defaults
+                             or (defaults is NULL and entry.defaults is None))):
                     return entry.target
             entry = FunctionEntry()
             entry.code = f.__code__
@@ -341,9 +355,7 @@ cdef class Runtime:
             args, kwargs = _untag_arguments_holder._untag_arguments(self.ctx, args, kwargs)
         if self.parent is not None:
             f = self.parent.resolve(f)
-        if kwargs:
-            return f(*args, **kwargs)
-        return f(*args)
+        return _call_tuple(f, args, kwargs)
 
 
 cdef class Hooked:
