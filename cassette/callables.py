@@ -93,9 +93,14 @@ def register_nested_entry(f):
 
 
 def _python_function(obj):
+    """The Python function ``obj`` (possibly a staticmethod) stands for, or
+    None; cassette's own functions (its trampoline objects' ``__call__``)
+    never count: they are primitives, not bodies."""
     if type(obj) is staticmethod:
         obj = obj.__func__
-    return obj if type(obj) is FunctionType else None
+    if type(obj) is not FunctionType or is_library_code(obj.__code__):
+        return None
+    return obj
 
 
 def body_kind(callee):

@@ -107,10 +107,15 @@ def _apply(tags, instr, jump):
     pops = -pre if pre < 0 else 0
     pushes = net + pops
     kept = tags[: len(tags) - pops] if pops else list(tags)
+    result = kept + [Tag.OTHER] * pushes
     produced = LAYER.producer_tags(instr)
-    if produced is None or len(produced) != pushes:
-        produced = [Tag.OTHER] * pushes
-    return kept + produced
+    if produced and len(produced) <= len(result):
+        # The tags describe the top of the stack after ``instr``.  Overlay
+        # them rather than trusting ``pushes``: the bytecode package reports
+        # instructions that replace their operand by two values
+        # (LOAD_METHOD, BEFORE_WITH) as pushing one without popping.
+        result[len(result) - len(produced):] = produced
+    return result
 
 
 def stack_tags(elements):
