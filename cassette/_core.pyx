@@ -305,7 +305,7 @@ cdef class Runtime:
         value = self.call_special(enter, manager)
         return value, Exit(self, exit_, manager)
 
-    def call_special(self, descriptor, obj, *args):
+    def call_special(self, descriptor, obj, /, *args):
         """Call a special method found on ``type(obj)`` as an operation."""
         if _is_method_descriptor(descriptor):
             return self.resolve(descriptor)(obj, *args)
@@ -333,7 +333,7 @@ cdef class Runtime:
     def nested_overdub(self):
         return NestedOverdub(self)
 
-    def call(self, f, *args, **kwargs):
+    def call(self, f, /, *args, **kwargs):
         """Call ``f`` as an operation of this context."""
         return self.resolve(f)(*args, **kwargs)
 

@@ -119,7 +119,7 @@ class Runtime:
         value = self.call_special(enter, manager)
         return value, Exit(self, exit_, manager)
 
-    def call_special(self, descriptor, obj, *args):
+    def call_special(self, descriptor, obj, /, *args):
         """Call a special method found on ``type(obj)`` as an operation."""
         if callables.is_method_descriptor(descriptor):
             return self.resolve(descriptor)(obj, *args)
@@ -148,13 +148,13 @@ class Runtime:
     def nested_overdub(self):
         return NestedOverdub(self)
 
-    def call(self, f, *args, **kwargs):
+    def call(self, f, /, *args, **kwargs):
         """Call ``f`` as an operation of this context."""
         return self.resolve(f)(*args, **kwargs)
 
     # -- the protocol of one operation (SPEC §3.2) --------------------------
 
-    def invoke(self, handler, *args, **kwargs):
+    def invoke(self, handler, /, *args, **kwargs):
         """Call a handler; under a nested overdub the enclosing context
         intercepts it like any other code."""
         if self.parent is not None:
@@ -219,7 +219,7 @@ class Hooked:
         self.plan = plan
         self.body = body
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, /, *args, **kwargs):
         return self.runtime.operate(self.plan, self.callee, self.body,
                                     self.callee, args, kwargs)
 
@@ -233,7 +233,7 @@ class DropSelf:
     def __init__(self, target):
         self.target = target
 
-    def __call__(self, _self, *args, **kwargs):
+    def __call__(self, _self, /, *args, **kwargs):
         return self.target(*args, **kwargs)
 
 
@@ -247,7 +247,7 @@ class Exit:
         self.method = method
         self.manager = manager
 
-    def __call__(self, exc_type, exc_value, traceback):
+    def __call__(self, exc_type, exc_value, traceback, /):
         return self.runtime.call_special(
             self.method, self.manager, exc_type, exc_value, traceback)
 
@@ -319,7 +319,7 @@ class OperationSite:
             self.generation = _generation()
         return self.plan is _EMPTY
 
-    def __call__(self, *operands):
+    def __call__(self, /, *operands):
         args = operands if self.arrange is None else self.arrange(*operands)
         runtime = self.runtime
         if self.plan_is_empty():

@@ -65,6 +65,32 @@ def split_bound(f):
     return f, NO_SELF
 
 
+def with_positional_parameters(handler, count):
+    """``handler`` with its first ``count`` parameters made positional-only.
+
+    Handlers are written ``def prehook(self, f, *args, **kwargs)``; a program
+    that passes a keyword argument named ``self`` or ``f`` (``"…".format(
+    **locals())`` inside a method does) would otherwise collide with them.
+    Positional-only parameters leave such keywords to ``**kwargs``.  Returns
+    ``handler`` itself when it is not a plain function or has fewer
+    positional parameters.
+    """
+    if type(handler) is not FunctionType:
+        return handler
+    code = handler.__code__
+    if code.co_argcount < count or code.co_posonlyargcount >= count:
+        return handler
+    clone = FunctionType(
+        code.replace(co_posonlyargcount=count), handler.__globals__,
+        handler.__name__, handler.__defaults__, handler.__closure__,
+    )
+    clone.__kwdefaults__ = handler.__kwdefaults__
+    clone.__qualname__ = handler.__qualname__
+    clone.__dict__.update(handler.__dict__)
+    clone.__wrapped__ = handler
+    return clone
+
+
 def is_library_code(code):
     """True for code that belongs to cassette itself (never overdubbed)."""
     return os.path.dirname(code.co_filename) == _PACKAGE_DIR

@@ -88,6 +88,7 @@ import threading
 import types
 from operator import attrgetter
 
+from . import callables
 from ._singletons import ANY, OverdubInstead
 
 __all__ = [
@@ -310,7 +311,7 @@ def _at_least_as_narrow(a, b):
 
 class _Handler:
     __slots__ = ("kind", "ctx_class", "callee", "argtypes", "fixed", "vararg",
-                 "func", "serial", "classbody")
+                 "func", "registered", "serial", "classbody")
 
     def __init__(self, kind, ctx_class, callee, argtypes, fixed, vararg, func, classbody):
         self.kind = kind
@@ -319,7 +320,9 @@ class _Handler:
         self.argtypes = argtypes      # as given (normalised), for introspection
         self.fixed = fixed            # tuple of argtypes before a Vararg
         self.vararg = vararg          # element argtype of a trailing Vararg, or None
-        self.func = func
+        self.registered = func        # as the user gave it
+        self.func = callables.with_positional_parameters(   # how it is called
+            func, 3 if kind == "posthook" else 2)
         self.serial = next(_serials)
         self.classbody = classbody
 
@@ -636,7 +639,7 @@ class GenericHook:
         affected: delete the class attribute to remove one.
         """
         with _lock:
-            removed = self._remove_where(lambda h: h.func is func and not h.classbody)
+            removed = self._remove_where(lambda h: h.registered is func and not h.classbody)
             if removed:
                 _bump()
                 return
@@ -656,7 +659,7 @@ class GenericHook:
         with _lock:
             hs = [h for table in self._table.values() for t in table.values() for h in t]
         hs.sort(key=attrgetter("serial"))
-        return [(h.ctx_class, h.callee, h.argtypes, h.func) for h in hs]
+        return [(h.ctx_class, h.callee, h.argtypes, h.registered) for h in hs]
 
     # -- lookup ---------------------------------------------------------------
 

@@ -159,7 +159,7 @@ def run(runtime, f, args, kwargs):
     return body(*args, **kwargs)
 
 
-def instantiate(call, cls, *args, **kwargs):
+def instantiate(call, cls, /, *args, **kwargs):
     """``type.__call__(cls, *args, **kwargs)`` with ``__new__`` and
     ``__init__`` each called through ``call(f, *args, **kwargs)`` (an
     operation of the running context)."""
@@ -173,7 +173,7 @@ def instantiate(call, cls, *args, **kwargs):
     return obj
 
 
-def call_partial(call, partial, *args, **kwargs):
+def call_partial(call, partial, /, *args, **kwargs):
     """The body of a ``functools.partial``: its function called (as an
     operation) with the stored and the given arguments."""
     if partial.keywords:

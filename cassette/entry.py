@@ -43,7 +43,7 @@ def overdub(ctx, f, /, *args, **kwargs):
     return runtime_of(ctx).run(f, args, kwargs)
 
 
-def canoverdub(ctx, f, *args, **kwargs):
+def canoverdub(ctx, f, /, *args, **kwargs):
     """True when cassette can run ``f``'s body overdubbed; False when
     ``overdub(ctx, f, …)`` would go straight to ``fallback``."""
     check_arguments(ctx, f)
