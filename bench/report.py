@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""Overhead ratios from pytest-benchmark JSON files written by the bench suite.
+
+    python bench/report.py RUN.json
+    python bench/report.py CYTHON.json PURE.json
+
+For each file: per workload, the median time of ``plain`` and every variant's
+median divided by plain's (the overhead ratio), then the geometric mean of
+each variant's ratios over the workloads — the first number to watch is the
+geometric mean of the ``recursion-only`` ratios.
+
+Given two files (a run with the Cython core and one with
+``CASSETTE_PURE_PYTHON=1``), it also prints, per workload and variant, the
+speedup of the Cython run over the pure-Python one (pure median / Cython
+median).  Which file is which is read from the ``cassette`` entry that
+bench/conftest.py writes into the JSON's machine_info; when that does not
+tell, the first file is taken as the Cython run.
+
+Standard library only; exits non-zero only on unreadable input.
+"""
+
+import argparse
+import json
+import math
+import sys
+
+VARIANTS = ("plain", "recursion-only", "prehook", "setprofile", "monitoring")
+
+
+class Run:
+    """One pytest-benchmark JSON file: medians (seconds) by (workload, variant)."""
+
+    def __init__(self, path):
+        self.path = path
+        with open(path) as f:
+            data = json.load(f)
+        info = data.get("machine_info", {})
+        cassette = info.get("cassette", {})
+        self.implementation = cassette.get("implementation", "unknown")
+        self.python = cassette.get("python") or info.get("python_version", "?")
+        self.medians = {}
+        self.workloads = []
+        for bench in data.get("benchmarks", []):
+            workload, variant = identify(bench)
+            if workload is None:
+                continue
+            if workload not in self.workloads:
+                self.workloads.append(workload)
+            self.medians[workload, variant] = bench["stats"]["median"]
+
+    def label(self):
+        return f"{self.path} (cassette runtime: {self.implementation}, Python {self.python})"
+
+    def ratio(self, workload, variant):
+        plain = self.medians.get((workload, "plain"))
+        value = self.medians.get((workload, variant))
+        if plain is None or value is None or plain <= 0:
+            return None
+        return value / plain
+
+
+def identify(bench):
+    """(workload, variant) of one benchmark entry, or (None, None)."""
+    extra = bench.get("extra_info") or {}
+    if "workload" in extra and "variant" in extra:
+        return extra["workload"], extra["variant"]
+    params = bench.get("params") or {}
+    if "workload" in params and "variant" in params:
+        return params["workload"], params["variant"]
+    # test_overhead[<workload>-<variant>]
+    name = bench.get("name", "")
+    if "[" in name and name.endswith("]"):
+        ident = name[name.index("[") + 1:-1]
+        for variant in VARIANTS:
+            if ident.endswith("-" + variant):
+                return ident[:-len(variant) - 1], variant
+    return None, None
+
+
+def version_tuple(text):
+    try:
+        return tuple(int(part) for part in text.split(".")[:2])
+    except ValueError:
+        return (0, 0)
+
+
+def geomean(values):
+    values = [v for v in values if v is not None and v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def fmt_ratio(value, suffix="x"):
+    return "-" if value is None else f"{value:.2f}{suffix}"
+
+
+def table(header, rows):
+    widths = [max(len(str(row[i])) for row in [header] + rows) for i in range(len(header))]
+    lines = ["  ".join(str(cell).rjust(w) if i else str(cell).ljust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths)))
+             for row in [header] + rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def variants_of(runs):
+    present = {v for run in runs for (_, v) in run.medians}
+    return [v for v in VARIANTS if v in present] + sorted(present - set(VARIANTS))
+
+
+def workloads_of(runs):
+    order = []
+    for run in runs:
+        order.extend(w for w in run.workloads if w not in order)
+    return order
+
+
+def ratio_report(run):
+    variants = [v for v in variants_of([run]) if v != "plain"]
+    header = ["workload", "plain (ms)"] + variants
+    rows = []
+    for workload in run.workloads:
+        plain = run.medians.get((workload, "plain"))
+        rows.append([workload, "-" if plain is None else f"{plain * 1e3:.3f}"]
+                    + [fmt_ratio(run.ratio(workload, v)) for v in variants])
+    rows.append(["geomean", ""] + [
+        fmt_ratio(geomean([run.ratio(w, v) for w in run.workloads])) for v in variants])
+    missing = [f"{w} [{v}]" for w in run.workloads for v in VARIANTS
+               if (w, v) not in run.medians and not (v == "monitoring" and version_tuple(run.python) < (3, 12))]
+    text = [f"Median time of each variant / median of plain: {run.label()}",
+            table(header, rows)]
+    recursion = geomean([run.ratio(w, "recursion-only") for w in run.workloads])
+    counted = sum(run.ratio(w, "recursion-only") is not None for w in run.workloads)
+    text.append(f"geometric mean of the recursion-only ratios: {fmt_ratio(recursion)}"
+                f" over {counted} of {len(run.workloads)} workloads")
+    if missing:
+        text.append("no result (failed, skipped or not run): " + ", ".join(missing))
+    return "\n".join(text)
+
+
+def order_runs(first, second):
+    """(cython run, pure run), from the recorded runtimes when they tell."""
+    if first.implementation == "python" and second.implementation == "cython":
+        return second, first
+    if not (first.implementation == "cython" and second.implementation == "python"):
+        print(f"note: runtimes recorded as {first.implementation!r} and "
+              f"{second.implementation!r}; taking {first.path} as the Cython run "
+              f"and {second.path} as the pure-Python run\n")
+    return first, second
+
+
+def speedup_report(cython, pure):
+    variants = variants_of([cython, pure])
+    workloads = workloads_of([cython, pure])
+    header = ["workload"] + variants
+    rows = []
+
+    def speedup(workload, variant):
+        fast = cython.medians.get((workload, variant))
+        slow = pure.medians.get((workload, variant))
+        if fast is None or slow is None or fast <= 0:
+            return None
+        return slow / fast
+
+    for workload in workloads:
+        rows.append([workload] + [fmt_ratio(speedup(workload, v)) for v in variants])
+    rows.append(["geomean"] + [fmt_ratio(geomean([speedup(w, v) for w in workloads]))
+                               for v in variants])
+    return "\n".join([
+        "Cython-core speedup over pure Python (pure median / Cython median):",
+        f"  Cython run: {cython.label()}",
+        f"  pure run:   {pure.label()}",
+        table(header, rows),
+        "(plain, setprofile and monitoring do not run cassette code: their "
+        "speedups show run-to-run noise)",
+    ])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        description="Overhead ratios (and Cython-vs-pure speedups) from "
+                    "pytest-benchmark JSON files of bench/.")
+    parser.add_argument("json", nargs="+", metavar="JSON",
+                        help="one run, or two: the Cython-core run then the "
+                             "pure-Python run")
+    args = parser.parse_args(argv)
+    if len(args.json) > 2:
+        parser.error("give one JSON file, or two (Cython run, pure-Python run)")
+    try:
+        runs = [Run(path) for path in args.json]
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"report.py: cannot read benchmark JSON: {exc}", file=sys.stderr)
+        return 1
+    if len(runs) == 2:
+        runs = list(order_runs(*runs))
+    for run in runs:
+        print(ratio_report(run))
+        print()
+    if len(runs) == 2:
+        print(speedup_report(*runs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
