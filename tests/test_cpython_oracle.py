@@ -1,0 +1,46 @@
+"""SPEC §3.4: CPython's own regression tests pass overdubbed.
+
+For each module of :data:`cpython_oracle.MODULES`, every test that passes
+plainly (in this process) must also pass with every test method overdubbed,
+by a context that defines nothing and by one whose catch-all prehook touches
+every operation.  See ``tests/cpython_oracle.py`` for the harness.
+"""
+
+import functools
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpython_oracle as oracle  # noqa: E402
+
+
+@functools.lru_cache(maxsize=None)
+def plain_outcome(module_name):
+    """The oracle: the module's tests run plainly, once per session."""
+    return oracle.run_module(module_name)
+
+
+@pytest.mark.parametrize("module_name", oracle.MODULES)
+def test_plain_run_passes_something(module_name):
+    plain = plain_outcome(module_name)
+    assert plain.passing, f"no test of {module_name} passes plainly: {plain.problems}"
+
+
+@pytest.mark.parametrize("module_name", oracle.MODULES)
+def test_nothing_context(module_name):
+    plain = plain_outcome(module_name)
+    dubbed = oracle.run_module(module_name, oracle.Nothing())
+    lost = oracle.regressions(plain, dubbed)
+    assert not lost, oracle.describe(module_name, "Nothing", lost)
+
+
+@pytest.mark.parametrize("module_name", oracle.MODULES)
+def test_touching_context(module_name):
+    plain = plain_outcome(module_name)
+    ctx = oracle.touching()
+    dubbed = oracle.run_module(module_name, ctx)
+    assert ctx.metadata.count > 0, "the catch-all prehook saw no operation"
+    lost = oracle.regressions(plain, dubbed)
+    assert not lost, oracle.describe(module_name, "Touching", lost)
