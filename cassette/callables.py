@@ -92,8 +92,15 @@ def with_positional_parameters(handler, count):
 
 
 def is_library_code(code):
-    """True for code that belongs to cassette itself (never overdubbed)."""
-    return os.path.dirname(code.co_filename) == _PACKAGE_DIR
+    """True for code that belongs to cassette itself (never overdubbed), the
+    Cython core's traceback entries included."""
+    filename = code.co_filename
+    return (os.path.dirname(filename) == _PACKAGE_DIR
+            or filename.startswith(_CORE_PREFIX))
+
+
+# Cython names the core's traceback entries by this relative path.
+_CORE_PREFIX = os.path.join("cassette", "_core.")
 
 
 # Kinds of body.
@@ -106,15 +113,27 @@ NESTED_OVERDUB = "nested"          # cassette.overdub itself (overdubbing an ove
 
 #: Callees that read their caller's frame; they run as called, never from a
 #: trampoline frame, and hooks do not see them.
-FRAME_SENSITIVE = frozenset({super, locals, vars, dir, globals})
+FRAME_SENSITIVE = (super, locals, vars, dir, globals)
 
-_nested_entry_points = set()
+_nested_entry_points = []
+
+
+def is_one_of(obj, candidates):
+    """``obj in candidates`` by identity (never runs ``__eq__``/``__hash__``)."""
+    for candidate in candidates:
+        if obj is candidate:
+            return True
+    return False
+
+
+def is_frame_sensitive(callee):
+    return is_one_of(callee, FRAME_SENSITIVE)
 
 
 def register_nested_entry(f):
     """Mark ``f`` (``cassette.overdub``) as the entry point whose body is a
     nested overdub."""
-    _nested_entry_points.add(f)
+    _nested_entry_points.append(f)
     return f
 
 
@@ -131,10 +150,10 @@ def _python_function(obj):
 
 def body_kind(callee):
     """How cassette runs ``callee``'s body overdubbed, or None for a primitive."""
+    if is_one_of(callee, _nested_entry_points):
+        return NESTED_OVERDUB
     kind = type(callee)
     if kind is FunctionType:
-        if callee in _nested_entry_points:
-            return NESTED_OVERDUB
         return None if is_library_code(callee.__code__) else FUNCTION
     if isinstance(callee, type):
         meta_call = lookup_on_type(type(callee), "__call__")

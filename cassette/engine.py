@@ -94,7 +94,7 @@ class Decision:
 def decide(ctx_type, f):
     """The :class:`Decision` for calling ``f`` under a context of ``ctx_type``."""
     callee, bound = callables.split_bound(f)
-    if callee in callables.FRAME_SENSITIVE:
+    if callables.is_frame_sensitive(callee):
         return Decision(callee, bound, None, None)
     if type(callee) is types.FunctionType and LAYER.is_inlined_scope(callee.__code__):
         return Decision(callee, bound, _EMPTY, callables.FUNCTION)

@@ -2,9 +2,15 @@
 
 The runtime implementation is chosen here, once: the Cython core unless
 ``CASSETTE_PURE_PYTHON=1`` is set (or the core is not built).
+
+Tracebacks: an exception leaving ``overdub`` has the library's own frames
+removed from its traceback, so it shows the caller and the user's frames
+only (SPEC §3.4).  ``overdub`` is a small C function from the core for this
+reason: a Python function cannot keep its own frame out of a traceback.
 """
 
 import os
+import sys
 
 from . import callables
 from .engine import check_arguments
@@ -29,8 +35,7 @@ def runtime_of(ctx):
     return runtime
 
 
-@callables.register_nested_entry
-def overdub(ctx, f, /, *args, **kwargs):
+def _overdub(ctx, f, /, *args, **kwargs):
     """Run ``f(*args, **kwargs)`` with every operation in its body — and,
     recursively, in everything it calls — routed through ``ctx``.
 
@@ -43,11 +48,34 @@ def overdub(ctx, f, /, *args, **kwargs):
     return runtime_of(ctx).run(f, args, kwargs)
 
 
+def strip_library_frames(exception):
+    """Remove cassette's own entries from ``exception.__traceback__``."""
+    kept = []
+    tb = exception.__traceback__
+    while tb is not None:
+        if not callables.is_library_code(tb.tb_frame.f_code):
+            kept.append(tb)
+        tb = tb.tb_next
+    for tb, following in zip(kept, kept[1:] + [None]):
+        tb.tb_next = following
+    exception.__traceback__ = kept[0] if kept else None
+
+
+try:
+    from ._core import make_entry
+except ImportError:  # not built: the entry keeps its own frame
+    overdub = _overdub
+else:
+    overdub = make_entry(_overdub, strip_library_frames, __name__)
+callables.register_nested_entry(overdub)
+callables.register_nested_entry(_overdub)
+
+
 def canoverdub(ctx, f, /, *args, **kwargs):
     """True when cassette can run ``f``'s body overdubbed; False when
     ``overdub(ctx, f, …)`` would go straight to ``fallback``."""
     check_arguments(ctx, f)
     callee, _bound = callables.split_bound(f)
-    if callee in callables.FRAME_SENSITIVE:
+    if callables.is_frame_sensitive(callee):
         return False
     return callables.body_kind(callee) is not None
