@@ -6,7 +6,9 @@ first).  ``body_kind`` says whether cassette can run a callee's body
 overdubbed (SPEC §3.3) and how.
 """
 
+import dis
 import functools
+import inspect
 import os
 import types
 
@@ -89,6 +91,36 @@ def with_positional_parameters(handler, count):
     clone.__dict__.update(handler.__dict__)
     clone.__wrapped__ = handler
     return clone
+
+
+_IGNORED_OPCODES = frozenset({"RESUME", "NOP", "CACHE", "EXTENDED_ARG"})
+
+
+def does_nothing(handler, fixed):
+    """True when calling ``handler`` with up to ``fixed`` positional
+    arguments followed by any others has no effect: a plain function whose
+    body only returns None and whose signature accepts any arguments.  Such
+    a hook is skipped entirely, as Cassette.jl's compiler inlines it away."""
+    handler = getattr(handler, "__wrapped__", handler)
+    if type(handler) is not FunctionType:
+        return False
+    code = handler.__code__
+    accepts_anything = (
+        code.co_flags & inspect.CO_VARARGS and code.co_flags & inspect.CO_VARKEYWORDS
+        and code.co_argcount <= fixed and not code.co_kwonlyargcount
+        and not code.co_freevars and not code.co_cellvars
+        and not code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
+                                 | inspect.CO_ASYNC_GENERATOR)
+    )
+    if not accepts_anything:
+        return False
+    body = [i for i in dis.get_instructions(code) if i.opname not in _IGNORED_OPCODES]
+    if len(body) == 1:
+        return body[0].opname == "RETURN_CONST" and body[0].argval is None
+    if len(body) == 2:
+        return (body[0].opname == "LOAD_CONST" and body[0].argval is None
+                and body[1].opname == "RETURN_VALUE")
+    return False
 
 
 def is_library_code(code):

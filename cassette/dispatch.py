@@ -311,7 +311,7 @@ def _at_least_as_narrow(a, b):
 
 class _Handler:
     __slots__ = ("kind", "ctx_class", "callee", "argtypes", "fixed", "vararg",
-                 "func", "registered", "serial", "classbody")
+                 "func", "registered", "does_nothing", "serial", "classbody")
 
     def __init__(self, kind, ctx_class, callee, argtypes, fixed, vararg, func, classbody):
         self.kind = kind
@@ -321,6 +321,10 @@ class _Handler:
         self.fixed = fixed            # tuple of argtypes before a Vararg
         self.vararg = vararg          # element argtype of a trailing Vararg, or None
         self.registered = func        # as the user gave it
+        # A prehook/posthook with an empty body, called with any arguments,
+        # has no effect (its result is ignored): see _unless_it_does_nothing.
+        self.does_nothing = not argtypes and callables.does_nothing(
+            func, 3 if kind == "posthook" else 2)
         self.func = callables.with_positional_parameters(   # how it is called
             func, 3 if kind == "posthook" else 2)
         self.serial = next(_serials)
@@ -559,6 +563,9 @@ class GenericHook:
     def __init__(self, name, default):
         self.name = name
         self.default = default
+        # Whether a handler that does nothing may be skipped (its result is
+        # ignored): true of prehooks and posthooks only.
+        self.elidable = name in ("prehook", "posthook")
         self.__name__ = name
         self.__qualname__ = name
         self.__doc__ = default.__doc__
@@ -791,6 +798,16 @@ def define_class_hook(cls, name, func):
 # ---------------------------------------------------------------------------
 # Fast path
 
+def _unless_it_does_nothing(selector, fixed):
+    """``selector``, or None when the handler that always wins provably does
+    nothing: like Cassette.jl, whose compiler inlines an empty hook away,
+    cassette never calls it (and need not rewrite sites only it could see)."""
+    if selector is not None and selector.unconditional is not None:
+        if callables.does_nothing(selector.unconditional, fixed):
+            return None
+    return selector
+
+
 def plan(ctx_type, callee):
     """The :class:`Plan` for ``(ctx_type, callee)``; ``callee`` already canonical.
 
@@ -808,9 +825,9 @@ def plan(ctx_type, callee):
 
 def _compute_plan(ctx_type, callee):
     cache = _plan_cache         # captured before reading the registry
-    p = Plan(prehook._selector(ctx_type, callee),
+    p = Plan(_unless_it_does_nothing(prehook._selector(ctx_type, callee), 2),
              execute._selector(ctx_type, callee),
-             posthook._selector(ctx_type, callee),
+             _unless_it_does_nothing(posthook._selector(ctx_type, callee), 3),
              fallback._selector(ctx_type, callee))
     if p.prehook is None and p.execute is None and p.posthook is None and p.fallback is None:
         p = Plan.empty
@@ -838,8 +855,10 @@ def _summary(ctx_type):
             table = hook._table.get(cls)
             if not table:
                 continue
-            any_handler = True
             for key, handlers in table.items():
+                if hook.elidable and all(h.does_nothing for h in handlers):
+                    continue
+                any_handler = True
                 if key is ANY:
                     any_callee = True
                 else:
