@@ -93,7 +93,8 @@ def kinds_for(rows):
 
 # -- stack simulation --------------------------------------------------------
 
-def _apply(tags, instr, jump):
+def _permute(tags, instr):
+    """The stack after SWAP/COPY, or None for other instructions."""
     name = instr.name
     if name == "SWAP":
         tags = list(tags)
@@ -102,6 +103,13 @@ def _apply(tags, instr, jump):
         return tags
     if name == "COPY":
         return tags + [tags[-instr.arg]]
+    return None
+
+
+def _apply(tags, instr, jump):
+    permuted = _permute(tags, instr)
+    if permuted is not None:
+        return permuted
     pre, _post = instr.pre_and_post_stack_effect(jump=jump)
     net = instr.stack_effect(jump=jump)
     pops = -pre if pre < 0 else 0
@@ -118,7 +126,24 @@ def _apply(tags, instr, jump):
     return result
 
 
-def stack_tags(elements):
+def _apply_producers(producers, instr, jump):
+    permuted = _permute(producers, instr)
+    if permuted is not None:
+        return permuted
+    pre, _post = instr.pre_and_post_stack_effect(jump=jump)
+    net = instr.stack_effect(jump=jump)
+    pops = -pre if pre < 0 else 0
+    kept = producers[: len(producers) - pops] if pops else list(producers)
+    return kept + [instr] * (net + pops)
+
+
+def stack_producers(elements):
+    """Like :func:`stack_tags`, but each stack value is the instruction
+    that pushed it (``None`` when unknown, e.g. in exception handlers)."""
+    return stack_tags(elements, _apply_producers, None)
+
+
+def stack_tags(elements, apply=_apply, unknown=Tag.OTHER):
     """For each element of an abstract instruction list, the tags of the
     stack before it (``None`` where the element is unreachable or not an
     instruction)."""
@@ -138,7 +163,7 @@ def stack_tags(elements):
             if isinstance(element, TryBegin):
                 if element.target not in at_label:
                     depth = element.stack_depth + int(element.push_lasti) + 1
-                    at_label[element.target] = [Tag.OTHER] * depth
+                    at_label[element.target] = [unknown] * depth
                     grew = True
                 continue
             if not isinstance(element, Instr) or state is None:
@@ -147,12 +172,12 @@ def stack_tags(elements):
             if element.has_jump():
                 target = element.arg
                 if target not in at_label:
-                    at_label[target] = _apply(state, element, True)
+                    at_label[target] = apply(state, element, True)
                     grew = True
             if element.is_final():
                 state = None
             else:
-                state = _apply(state, element, False)
+                state = apply(state, element, False)
         if not grew:
             break
     return before
@@ -233,11 +258,45 @@ def _emit_site(site, instr, tags, out):
     return True
 
 
+_CALL_KINDS = frozenset({"call", "call_kw", "call_ex"})
+
+
+def _called_attribute_loads(elements, tags):
+    """The ids of the ``getattr`` sites whose value is the callable of a
+    call: ``obj.m(*args)`` loads ``obj.m`` as a plain attribute where
+    ``obj.m(a)`` uses a method load.  Such a load is left as it is, so both
+    spellings are the one operation ``type(obj).m, (obj, …)``."""
+    producers = None
+    found = set()
+    for index, element in enumerate(elements):
+        if not isinstance(element, Instr) or tags[index] is None:
+            continue
+        site = LAYER.site(element, _following(elements, index))
+        if site is None or site.kind not in _CALL_KINDS:
+            continue
+        depth = LAYER.resolution_depth(site, tags[index])
+        if depth is None:
+            continue
+        if producers is None:
+            producers = stack_producers(elements)
+        state = producers[index]
+        if state is None or len(state) < depth:
+            continue
+        producer = state[-depth]
+        if producer is None:
+            continue
+        load = LAYER.site(producer, [])
+        if load is not None and load.kind == "getattr":
+            found.add(id(producer))
+    return found
+
+
 def rewrite_bytecode(bytecode, kinds):
     """Rewrite an abstract :class:`bytecode.Bytecode` in place so that sites
     of the given kinds call runtime slots."""
     elements = list(bytecode)
     tags = stack_tags(elements)
+    called = _called_attribute_loads(elements, tags) if "getattr" in kinds else ()
     out = []
     index = 0
     while index < len(elements):
@@ -247,7 +306,7 @@ def rewrite_bytecode(bytecode, kinds):
             index += 1
             continue
         site = LAYER.site(element, _following(elements, index))
-        if site is None or site.kind not in kinds:
+        if site is None or site.kind not in kinds or id(element) in called:
             out.append(element)
             index += 1
             continue
