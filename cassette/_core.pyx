@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, embedsignature=True
+# cython: language_level=3, boundscheck=False, wraparound=False, embedsignature=True, always_allow_keywords=False
 """The Cython core: the trampoline that rewritten code calls.
 
 This is the hot path of cassette — resolving call sites, running the hook
