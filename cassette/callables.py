@@ -62,9 +62,15 @@ def split_bound(f):
         if owner is None or isinstance(owner, (ModuleType, type)):
             return f, NO_SELF
         descriptor = lookup_on_type(type(owner), f.__name__)
-        if descriptor is not None and is_method_descriptor(descriptor):
+        # The name may find another method than the one bound: a builtin
+        # method reached through super(), or one the class overrides.
+        if (type(descriptor) in _C_METHOD_DESCRIPTORS
+                and descriptor.__get__(owner, type(owner)) == f):
             return descriptor, owner
     return f, NO_SELF
+
+
+_C_METHOD_DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
 def with_positional_parameters(handler, count):
