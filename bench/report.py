@@ -7,7 +7,8 @@
 For each file: per workload, the median time of ``plain`` and every variant's
 median divided by plain's (the overhead ratio), then the geometric mean of
 each variant's ratios over the workloads — the first number to watch is the
-geometric mean of the ``recursion-only`` ratios.
+geometric mean of the ``recursion-only`` ratios.  ``--stat min`` (or ``mean``)
+compares that statistic instead of the median.
 
 Given two files (a run with the Cython core and one with
 ``CASSETTE_PURE_PYTHON=1``), it also prints, per workload and variant, the
@@ -28,10 +29,12 @@ VARIANTS = ("plain", "recursion-only", "prehook", "setprofile", "monitoring")
 
 
 class Run:
-    """One pytest-benchmark JSON file: medians (seconds) by (workload, variant)."""
+    """One pytest-benchmark JSON file: the chosen statistic (seconds; the
+    median unless told otherwise) by (workload, variant)."""
 
-    def __init__(self, path):
+    def __init__(self, path, stat="median"):
         self.path = path
+        self.stat = stat
         with open(path) as f:
             data = json.load(f)
         info = data.get("machine_info", {})
@@ -46,7 +49,7 @@ class Run:
                 continue
             if workload not in self.workloads:
                 self.workloads.append(workload)
-            self.medians[workload, variant] = bench["stats"]["median"]
+            self.medians[workload, variant] = bench["stats"][stat]
 
     def label(self):
         return f"{self.path} (cassette runtime: {self.implementation}, Python {self.python})"
@@ -128,7 +131,8 @@ def ratio_report(run):
         fmt_ratio(geomean([run.ratio(w, v) for w in run.workloads])) for v in variants])
     missing = [f"{w} [{v}]" for w in run.workloads for v in VARIANTS
                if (w, v) not in run.medians and not (v == "monitoring" and version_tuple(run.python) < (3, 12))]
-    text = [f"Median time of each variant / median of plain: {run.label()}",
+    text = [f"{run.stat.capitalize()} time of each variant / {run.stat} of plain: "
+            f"{run.label()}",
             table(header, rows)]
     recursion = geomean([run.ratio(w, "recursion-only") for w in run.workloads])
     counted = sum(run.ratio(w, "recursion-only") is not None for w in run.workloads)
@@ -168,7 +172,7 @@ def speedup_report(cython, pure):
     rows.append(["geomean"] + [fmt_ratio(geomean([speedup(w, v) for w in workloads]))
                                for v in variants])
     return "\n".join([
-        "Cython-core speedup over pure Python (pure median / Cython median):",
+        f"Cython-core speedup over pure Python (pure {cython.stat} / Cython {cython.stat}):",
         f"  Cython run: {cython.label()}",
         f"  pure run:   {pure.label()}",
         table(header, rows),
@@ -184,11 +188,14 @@ def main(argv=None):
     parser.add_argument("json", nargs="+", metavar="JSON",
                         help="one run, or two: the Cython-core run then the "
                              "pure-Python run")
+    parser.add_argument("--stat", choices=("median", "min", "mean"), default="median",
+                        help="the statistic compared (default: median; min is "
+                             "less sensitive to load from other processes)")
     args = parser.parse_args(argv)
     if len(args.json) > 2:
         parser.error("give one JSON file, or two (Cython run, pure-Python run)")
     try:
-        runs = [Run(path) for path in args.json]
+        runs = [Run(path, args.stat) for path in args.json]
     except (OSError, ValueError, KeyError) as exc:
         print(f"report.py: cannot read benchmark JSON: {exc}", file=sys.stderr)
         return 1
