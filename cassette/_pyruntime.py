@@ -7,6 +7,7 @@ out.  One :class:`Runtime` serves one context instance (and, for a nested
 overdub, one enclosing runtime).
 """
 
+import sys
 import types
 
 from . import callables, dispatch, engine
@@ -20,6 +21,10 @@ _NO_SELF = callables.NO_SELF
 _lookup = callables.lookup_on_type
 _generation = dispatch.generation
 _EMPTY = dispatch.Plan.empty
+
+#: Most entries each of a runtime's resolution caches holds before it is
+#: emptied (closure-free functions and classes can be made at run time).
+CACHE_MAX = 4096
 
 
 class Runtime:
@@ -59,7 +64,12 @@ class Runtime:
         return value
 
     def resolve(self, f):
-        """What a call site calls instead of ``f``."""
+        """What a call site calls instead of ``f``.
+
+        Targets are cached only for callees :func:`callables.is_stable`
+        accepts (closures are not: the cache would keep their cells alive),
+        in caches of at most ``CACHE_MAX`` entries each.
+        """
         if self.generation != _generation():
             self._reset()
         if type(f) is _FunctionType:
@@ -68,11 +78,16 @@ class Runtime:
                     and entry[1] is f.__defaults__):
                 return entry[2]
             target = self._target(f)
-            self._functions[f] = (f.__code__, f.__defaults__, target)
+            if f.__closure__ is None:
+                if len(self._functions) >= CACHE_MAX:
+                    self._functions.clear()
+                self._functions[f] = (f.__code__, f.__defaults__, target)
             return target
         if callables.is_stable(f):
             target = self._resolved.get(f)
             if target is None:
+                if len(self._resolved) >= CACHE_MAX:
+                    self._resolved.clear()
                 target = self._resolved[f] = self._target(f)
             return target
         return self._target(f)
@@ -90,14 +105,19 @@ class Runtime:
                 instance_dict = None
             if instance_dict is None or name not in instance_dict:
                 return self.resolve(descriptor)
-        return self._dropper(self.resolve(getattr(obj, name)))
+        attribute = getattr(obj, name)
+        if callables.is_stable(attribute):
+            return self._dropper(self.resolve(attribute))
+        return DropSelf(self.resolve(attribute))
 
     def split(self, bound):
         """For 3.12's ``super().name(…)``: ``(self, M)`` such that
         ``M(self, …)`` makes the call."""
         if type(bound) is _MethodType:
             return bound.__self__, self.resolve(bound.__func__)
-        return None, self._dropper(self.resolve(bound))
+        if callables.is_stable(bound):
+            return None, self._dropper(self.resolve(bound))
+        return None, DropSelf(self.resolve(bound))
 
     def next_step(self, iterator):
         """One step of a ``for`` loop: the next value or :data:`EXHAUSTED`."""
@@ -130,8 +150,12 @@ class Runtime:
     # -- what engine.target builds with ------------------------------------
 
     def _dropper(self, target):
+        """A cached :class:`DropSelf` of ``target`` (only for targets of
+        stable callees, which :meth:`resolve` caches)."""
         dropper = self._droppers.get(id(target))
         if dropper is None or dropper.target is not target:
+            if len(self._droppers) >= CACHE_MAX:
+                self._droppers.clear()
             dropper = self._droppers[id(target)] = DropSelf(target)
         return dropper
 
@@ -143,7 +167,7 @@ class Runtime:
         return engine.rewritten_function(function, self.kinds, self.slot)
 
     def hooked(self, callee, plan, body):
-        return Hooked(self, callee, plan, body)
+        return hooked(self, callee, plan, body)
 
     def nested_overdub(self):
         return NestedOverdub(self)
@@ -176,7 +200,7 @@ class Runtime:
                 out = self.invoke(handler, ctx, callee, *args, **kwargs)
         if out is OverdubInstead:
             if body is not None:
-                out = body(*args, **kwargs)
+                out = _call_body(body, args, kwargs)
             else:
                 handler = None
                 selector = plan.fallback
@@ -208,20 +232,50 @@ _STRUCTURAL_SLOTS = {
 }
 
 
-class Hooked:
-    """A callee with handlers: calling it runs the protocol of SPEC §3.2."""
+def hooked(runtime, callee, plan, body):
+    """A callee with handlers: calling the returned function runs the
+    protocol of SPEC §3.2.  A plain function (not an object with
+    ``__call__``) so that the interpreter calls it without re-entering
+    itself from C, which would cost recursion budget."""
+    operate = runtime.operate
 
-    __slots__ = ("runtime", "callee", "plan", "body")
+    def hooked_call(*args, **kwargs):
+        return operate(plan, callee, body, callee, args, kwargs)
 
-    def __init__(self, runtime, callee, plan, body):
-        self.runtime = runtime
-        self.callee = callee
-        self.plan = plan
-        self.body = body
+    hooked_call.callee = callee
+    return hooked_call
 
-    def __call__(self, /, *args, **kwargs):
-        return self.runtime.operate(self.plan, self.callee, self.body,
-                                    self.callee, args, kwargs)
+
+def _call_body(body, args, kwargs):
+    """``body(*args, **kwargs)`` with the recursion budget of a plain call.
+
+    The protocol adds three Python frames (the hooked function,
+    ``operate`` and this one) to every hooked level; they are credited back
+    while the body runs.  Fixed-arity calls keep the interpreter from re-entering
+    itself from C (``f(*args)`` does on 3.11 and 3.12)."""
+    _setrecursionlimit(_getrecursionlimit() + _HOOK_FRAMES)
+    try:
+        if kwargs:
+            return body(*args, **kwargs)
+        n = len(args)
+        if n == 0:
+            return body()
+        if n == 1:
+            return body(args[0])
+        if n == 2:
+            return body(args[0], args[1])
+        if n == 3:
+            return body(args[0], args[1], args[2])
+        if n == 4:
+            return body(args[0], args[1], args[2], args[3])
+        return body(*args)
+    finally:
+        _setrecursionlimit(_getrecursionlimit() - _HOOK_FRAMES)
+
+
+_HOOK_FRAMES = 3
+_getrecursionlimit = sys.getrecursionlimit
+_setrecursionlimit = sys.setrecursionlimit
 
 
 class DropSelf:
