@@ -212,9 +212,14 @@ def body_kind(callee):
 
 def is_stable(f):
     """True when decisions about ``f`` may be cached by its identity: it is
-    not a short-lived bound object and hashing it runs no Python code."""
+    not a short-lived bound object, holds no user data that caching it would
+    keep alive (closures hold cells, partials their arguments) and hashing it
+    runs no Python code.  Runtimes still bound their caches: closure-free
+    lambdas and classes can be created at run time too."""
     kind = type(f)
-    if kind is FunctionType or kind is type:
+    if kind is FunctionType:
+        return f.__closure__ is None
+    if kind is type:
         return True
     if kind is BuiltinMethodType:
         owner = f.__self__
@@ -224,5 +229,5 @@ def is_stable(f):
 
 _STABLE_TYPES = frozenset({
     types.MethodDescriptorType, types.WrapperDescriptorType,
-    types.ClassMethodDescriptorType, functools.partial,
+    types.ClassMethodDescriptorType,
 })

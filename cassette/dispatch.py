@@ -811,8 +811,10 @@ def _unless_it_does_nothing(selector, fixed):
 def plan(ctx_type, callee):
     """The :class:`Plan` for ``(ctx_type, callee)``; ``callee`` already canonical.
 
-    Cached per (context class, callee identity) until the generation changes:
-    repeated calls return the same object.  Works for unhashable callees.
+    Cached until the generation changes: repeated calls return the same
+    object.  Callees no handler names share one plan per context class (and
+    are not kept alive by the cache); the others are cached per callee
+    identity.  Works for unhashable callees.
     """
     try:
         entry = _plan_cache[ctx_type][id(callee)]
@@ -825,6 +827,16 @@ def plan(ctx_type, callee):
 
 def _compute_plan(ctx_type, callee):
     cache = _plan_cache         # captured before reading the registry
+    if _summary(ctx_type).callees.get(id(callee)) is not callee:
+        # No handler names this callee: it gets the plan every such callee
+        # shares (the ANY handlers'), cached once per class.  Caching it per
+        # callee would keep short-lived callees (closures, their cells, the
+        # objects those hold) alive.
+        per_class = cache.get(ctx_type)
+        entry = per_class.get(ANY) if per_class is not None else None
+        if entry is not None:
+            return entry[1]
+        callee = ANY
     p = Plan(_unless_it_does_nothing(prehook._selector(ctx_type, callee), 2),
              execute._selector(ctx_type, callee),
              _unless_it_does_nothing(posthook._selector(ctx_type, callee), 3),
@@ -839,7 +851,7 @@ def _compute_plan(ctx_type, callee):
     elif len(per_class) >= _PLAN_CACHE_MAX:
         per_class.clear()
     # The entry keeps `callee` alive, so its id cannot be reused meanwhile.
-    per_class[id(callee)] = (callee, p)
+    per_class[ANY if callee is ANY else id(callee)] = (callee, p)
     return p
 
 

@@ -1,0 +1,313 @@
+"""SPEC §3.4 and §7: recursion depth, threads, errors, tracebacks, and
+programs that look at their own frame or rely on objects being freed."""
+
+import gc
+import sys
+import threading
+import traceback
+
+import pytest
+
+import cassette
+from overdub_support import Recorder, callees, record
+
+
+class Nothing(cassette.Context):
+    pass
+
+
+class CatchAll(cassette.Context):
+    def prehook(self, f, *args, **kwargs):
+        self.metadata[0] += 1
+
+
+# -- recursion ---------------------------------------------------------------------
+
+def depth(n):
+    if n == 0:
+        return 0
+    return depth(n - 1) + 1
+
+
+def test_depth_900_is_reachable_plainly():
+    assert sys.getrecursionlimit() == 1000
+    assert depth(900) == 900
+
+
+def test_recursion_to_depth_900_with_a_context_that_defines_nothing():
+    assert sys.getrecursionlimit() == 1000
+    assert cassette.overdub(Nothing(), depth, 900) == 900
+
+
+def test_recursion_to_depth_900_with_a_catch_all_prehook():
+    assert sys.getrecursionlimit() == 1000
+    ctx = CatchAll(metadata=[0])
+    assert cassette.overdub(ctx, depth, 900) == 900
+    # per level: ==, and for n > 0 the call, the -, the +
+    assert ctx.metadata[0] == 901 + 900 * 3
+
+
+def test_recursion_to_depth_900_through_methods_and_posthooks():
+    class Both(cassette.Context):
+        def prehook(self, f, *args, **kwargs):
+            self.metadata.append(1)
+
+        def posthook(self, out, f, *args, **kwargs):
+            self.metadata.append(2)
+
+    class Walker:
+        def down(self, n):
+            return 0 if n == 0 else self.down(n - 1) + 1
+
+    ctx = Both(metadata=[])
+    assert cassette.overdub(ctx, Walker().down, 900) == 900
+    assert ctx.metadata.count(1) == ctx.metadata.count(2) > 900 * 3
+
+
+def test_infinite_recursion_raises_recursion_error_and_the_context_recovers():
+    def forever(n):
+        return forever(n + 1)
+
+    ctx = CatchAll(metadata=[0])
+    with pytest.raises(RecursionError):
+        cassette.overdub(ctx, forever, 0)
+    assert cassette.overdub(ctx, depth, 50) == 50
+
+
+# -- threads ---------------------------------------------------------------------------
+
+def work(seed, n):
+    total = 0
+    for i in range(n):
+        total = total + (seed * i) % 7
+    return total
+
+
+def _run_threads(target, count=8):
+    results = [None] * count
+    errors = []
+    barrier = threading.Barrier(count)
+
+    def runner(i):
+        try:
+            barrier.wait()
+            results[i] = target(i)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=runner, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    return results
+
+
+def test_eight_threads_each_with_its_own_context():
+    def one(i):
+        ctx = Recorder(metadata=[])
+        out = cassette.overdub(ctx, work, i + 1, 200)
+        return out, len(ctx.metadata)
+
+    results = _run_threads(one)
+    for i, (out, ops) in enumerate(results):
+        assert out == work(i + 1, 200)
+        # range(n), iter, 201 nexts (the last one fails), per step: mul, mod, add
+        assert ops == 1 + 1 + 201 + 200 * 3
+
+
+def test_eight_threads_sharing_one_context():
+    class Shared(cassette.Context):
+        def posthook(self, out, f, *args, **kwargs):
+            with self.metadata["lock"]:
+                self.metadata["count"] += 1
+
+    ctx = Shared(metadata={"lock": threading.Lock(), "count": 0})
+    results = _run_threads(lambda i: cassette.overdub(ctx, work, i + 1, 200))
+    assert results == [work(i + 1, 200) for i in range(8)]
+    # per run: range(n), iter, 200 nexts (the failing last one has no
+    # posthook), and 600 arithmetic operations
+    assert ctx.metadata["count"] == 8 * (1 + 1 + 200 + 600)
+
+
+def test_threads_with_different_contexts_do_not_see_each_other():
+    class Tag(cassette.Context):
+        def execute(self, f, *args, **kwargs):
+            if f is work_leaf:
+                return self.metadata
+            return cassette.OverdubInstead
+
+    def work_leaf():
+        return "plain"
+
+    def prog():
+        values = []
+        for _ in range(50):
+            values.append(work_leaf())
+        return values
+
+    results = _run_threads(lambda i: cassette.overdub(Tag(metadata=i), prog))
+    assert results == [[i] * 50 for i in range(8)]
+
+
+# -- errors (SPEC §7) ---------------------------------------------------------------
+
+def test_overdub_of_a_non_context_is_a_type_error_naming_it():
+    with pytest.raises(TypeError) as info:
+        cassette.overdub(42, depth, 1)
+    assert "Context" in str(info.value) and "int" in str(info.value)
+
+    with pytest.raises(TypeError) as info:
+        cassette.overdub(Nothing, depth, 1)   # the class, not an instance
+    assert "Context" in str(info.value)
+
+
+def test_overdub_of_a_non_callable_is_a_type_error():
+    with pytest.raises(TypeError) as info:
+        cassette.overdub(Nothing(), 42)
+    assert "int" in str(info.value) and "callable" in str(info.value)
+
+
+def test_call_of_a_non_callable_inside_overdub_raises_like_plain():
+    def prog():
+        x = 3
+        return x()
+
+    with pytest.raises(TypeError) as plain:
+        prog()
+    with pytest.raises(TypeError) as dubbed:
+        record(prog)
+    assert str(dubbed.value) == str(plain.value)
+
+
+def test_a_raising_hook_propagates_and_the_context_still_works():
+    class Boom(cassette.Context):
+        def prehook(self, f, *args, **kwargs):
+            if self.metadata["armed"] and f is depth:
+                raise LookupError("from the hook")
+
+    ctx = Boom(metadata={"armed": True})
+    with pytest.raises(LookupError, match="from the hook"):
+        cassette.overdub(ctx, lambda: depth(3))
+    ctx.metadata["armed"] = False
+    assert cassette.overdub(ctx, lambda: depth(3)) == 3
+
+
+def test_a_raising_execute_and_posthook_propagate():
+    class Boom(cassette.Context):
+        def execute(self, f, *args, **kwargs):
+            if f is len:
+                raise KeyError("execute")
+            return cassette.OverdubInstead
+
+        def posthook(self, out, f, *args, **kwargs):
+            if f is abs:
+                raise IndexError("posthook")
+
+    with pytest.raises(KeyError):
+        cassette.overdub(Boom(), lambda: len([]))
+    with pytest.raises(IndexError):
+        cassette.overdub(Boom(), lambda: abs(-1))
+    assert cassette.overdub(Boom(), lambda: max(1, 2)) == 2
+
+
+# -- tracebacks ------------------------------------------------------------------
+
+def _fail_inner(x):
+    y = x + 1
+    raise ValueError(f"bad {y}")   # the line the traceback must point at
+
+
+def _fail_outer(x):
+    return _fail_inner(x * 2)       # and this one
+
+
+_INNER_RAISE = _fail_inner.__code__.co_firstlineno + 2
+_OUTER_CALL = _fail_outer.__code__.co_firstlineno + 1
+
+
+@pytest.mark.parametrize("ctx_class", [Nothing, CatchAll])
+def test_traceback_shows_user_files_functions_and_lines(ctx_class):
+    ctx = ctx_class(metadata=[0])
+    with pytest.raises(ValueError, match="bad 7") as info:
+        cassette.overdub(ctx, _fail_outer, 3)
+    frames = traceback.extract_tb(info.value.__traceback__)
+    user = [fr for fr in frames if fr.filename == __file__]
+    assert [(fr.name, fr.lineno) for fr in user[-2:]] == [
+        ("_fail_outer", _OUTER_CALL),
+        ("_fail_inner", _INNER_RAISE),
+    ]
+    # the innermost frame is the user's raise
+    assert (frames[-1].filename, frames[-1].name, frames[-1].lineno) == (
+        __file__, "_fail_inner", _INNER_RAISE)
+    assert frames[-1].line == 'raise ValueError(f"bad {y}")   # the line the traceback must point at'
+
+
+def test_exception_from_a_primitive_points_at_the_user_line():
+    def prog(d):
+        return d["missing"]
+
+    line = prog.__code__.co_firstlineno + 1
+    for ctx in (Nothing(), CatchAll(metadata=[0])):
+        with pytest.raises(KeyError) as info:
+            cassette.overdub(ctx, prog, {})
+        user = [fr for fr in traceback.extract_tb(info.value.__traceback__)
+                if fr.filename == __file__]
+        assert (user[-1].name, user[-1].lineno) == ("prog", line)
+
+
+def test_objects_held_by_closures_are_freed():
+    """Runtime caches must not keep closures (and what they hold) alive:
+    CPython's test_scope.testLeaks."""
+    class Foo:
+        count = 0
+
+        def __init__(self):
+            Foo.count += 1
+
+        def __del__(self):
+            Foo.count -= 1
+
+    def f1():
+        x = Foo()
+
+        def f2():
+            return x
+        f2()
+
+    def prog():
+        for _ in range(100):
+            f1()
+        gc.collect()
+        return Foo.count
+
+    assert prog() == 0
+    for ctx in (Nothing(), CatchAll(metadata=[0])):
+        assert cassette.overdub(ctx, prog) == 0
+
+
+def test_objects_held_by_partials_and_bound_methods_are_freed():
+    import functools
+    import weakref
+
+    class Payload:
+        def method(self):
+            return 1
+
+    def use(p):
+        return 1
+
+    def prog(p):
+        part = functools.partial(use, p)
+        holder = type("Holder", (), {})()
+        holder.m = p.method
+        return part() + holder.m()
+
+    ctx = CatchAll(metadata=[0])
+    p = Payload()
+    ref = weakref.ref(p)
+    assert cassette.overdub(ctx, prog, p) == 2
+    del p
+    gc.collect()
+    assert ref() is None
