@@ -223,6 +223,11 @@ class Runtime:
         return out
 
     def run(self, f, args, kwargs):
+        # The entry rewrites ``f`` without going through ``resolve``: bring
+        # the intercepted kinds up to date first (a hook may have been
+        # registered since this runtime last ran).
+        if self.generation != _generation():
+            self._reset()
         return engine.run(self, f, args, kwargs)
 
 
