@@ -6,10 +6,12 @@ first).  ``body_kind`` says whether cassette can run a callee's body
 overdubbed (SPEC §3.3) and how.
 """
 
+import builtins
 import dis
 import functools
 import inspect
 import os
+import sys
 import types
 
 BuiltinMethodType = types.BuiltinMethodType
@@ -148,10 +150,17 @@ METACLASS_CALL = "metaclass_call"  # a class whose metaclass defines __call__ in
 PARTIAL = "partial"                # functools.partial: call .func with merged arguments
 CALLABLE_INSTANCE = "instance"     # an instance whose class defines __call__ in Python
 NESTED_OVERDUB = "nested"          # cassette.overdub itself (overdubbing an overdub)
+SOURCE = "source"                  # exec / eval: run the code they are given rewritten
+BUILD_CLASS = "build_class"        # __build_class__: run the class body rewritten
 
 #: Callees that read their caller's frame; they run as called, never from a
-#: trampoline frame, and hooks do not see them.
-FRAME_SENSITIVE = (super, locals, vars, dir, globals)
+#: trampoline frame, and hooks do not see them.  (``exec``/``eval`` read it
+#: too, but have a body that finds the program's frame itself.)
+FRAME_SENSITIVE = (super, locals, vars, dir, globals, sys._getframe) + (
+    (sys._getframemodulename,) if hasattr(sys, "_getframemodulename") else ())
+
+_SOURCE_RUNNERS = (exec, eval)
+_BUILD_CLASS = builtins.__build_class__
 
 _nested_entry_points = []
 
@@ -203,7 +212,13 @@ def body_kind(callee):
         return None
     if kind is functools.partial:
         return PARTIAL
-    if kind is MethodType or kind is BuiltinMethodType:
+    if kind is BuiltinMethodType:
+        if is_one_of(callee, _SOURCE_RUNNERS):
+            return SOURCE
+        if callee is _BUILD_CLASS:
+            return BUILD_CLASS
+        return None
+    if kind is MethodType:
         return None
     if _python_function(lookup_on_type(kind, "__call__")) is not None:
         return CALLABLE_INSTANCE
@@ -223,7 +238,11 @@ def is_stable(f):
         return True
     if kind is BuiltinMethodType:
         owner = f.__self__
-        return owner is None or isinstance(owner, ModuleType)
+        if owner is None or isinstance(owner, ModuleType):
+            return True
+        # A builtin bound to a class and stored in its dict (``object.__new__``),
+        # not one made afresh by each attribute access (``dict.fromkeys``).
+        return isinstance(owner, type) and owner.__dict__.get(f.__name__) is f
     return kind in _STABLE_TYPES
 
 

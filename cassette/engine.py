@@ -6,7 +6,11 @@ which sites a context class needs rewritten, what a call site should call,
 how a class is instantiated — is computed here, once, and cached by them.
 """
 
+import __future__
+import builtins
 import functools
+import operator
+import sys
 import types
 
 from . import callables, dispatch
@@ -135,7 +139,7 @@ def body_of(runtime, decision):
     if kind == callables.FUNCTION:
         return runtime.rewritten(callee)
     if kind == callables.INSTANTIATION:
-        return functools.partial(instantiate, runtime.call, callee)
+        return runtime.instantiation(callee)
     if kind == callables.METACLASS_CALL:
         return types.MethodType(runtime.rewritten(metaclass_call(callee)), callee)
     if kind == callables.PARTIAL:
@@ -144,6 +148,10 @@ def body_of(runtime, decision):
         return types.MethodType(runtime.rewritten(instance_call(callee)), callee)
     if kind == callables.NESTED_OVERDUB:
         return runtime.nested_overdub()
+    if kind == callables.SOURCE:
+        return functools.partial(run_source, runtime, callee)
+    if kind == callables.BUILD_CLASS:
+        return functools.partial(build_class, runtime)
     raise AssertionError(f"unknown body kind {kind!r}")
 
 
@@ -181,6 +189,80 @@ def call_partial(call, partial, /, *args, **kwargs):
     return call(partial.func, *partial.args, *args, **kwargs)
 
 
+def build_class(runtime, func, name, /, *bases, **kwds):
+    """The body of ``__build_class__`` (a ``class`` statement): the same
+    call with the class body rewritten, so it runs overdubbed."""
+    if type(func) is types.FunctionType and not callables.is_library_code(func.__code__):
+        func = runtime.rewritten(func)
+    return _build_class(func, name, *bases, **kwds)
+
+
+_build_class = builtins.__build_class__
+
+#: The compiler flags of ``__future__`` features, which ``exec``/``eval``
+#: of a string inherit from the calling code (``PyCF_MASK``).
+_FUTURE_FLAGS = functools.reduce(
+    operator.or_, (getattr(__future__, name).compiler_flag
+                   for name in __future__.all_feature_names))
+
+
+def run_source(runtime, evaluate, /, *args, **kwargs):
+    """The body of ``exec`` and ``eval`` (``evaluate``): the same call with
+    the code — compiled as the builtin would compile it — rewritten for
+    ``runtime``, so it runs overdubbed.
+
+    Without namespaces the builtin uses its caller's globals and locals (and
+    a string inherits the caller's ``__future__`` flags): the caller is the
+    nearest frame of the program, skipping the pure-Python runtime's own."""
+    bind = LAYER.exec_arguments if evaluate is exec else LAYER.eval_arguments
+    try:
+        source, globals_, locals_, closure = bind(*args, **kwargs)
+    except TypeError:
+        return evaluate(*args, **kwargs)        # the builtin's own error
+    frame = program_frame()
+    if frame is None:
+        return evaluate(*args, **kwargs)
+    if globals_ is None:
+        globals_ = frame.f_globals
+        if locals_ is None:
+            locals_ = LAYER.default_locals(frame)
+    elif locals_ is None:
+        locals_ = globals_
+    code = _compiled_source(source, evaluate is exec, frame)
+    if code is None or not isinstance(globals_, dict):
+        return evaluate(source, globals_, locals_)   # the builtin's own error
+    if not callables.is_library_code(code):
+        code = template_for(code, runtime.kinds).bind(runtime.slot)
+    if evaluate is exec:
+        return exec(code, globals_, locals_, closure=closure)
+    return eval(code, globals_, locals_)
+
+
+def program_frame():
+    """The frame of the program that called into cassette: the nearest one
+    that is not cassette's own."""
+    frame = sys._getframe(1)
+    while frame is not None and callables.is_library_code(frame.f_code):
+        frame = frame.f_back
+    return frame
+
+
+def _compiled_source(source, is_exec, frame):
+    """``source`` compiled as ``exec``/``eval`` called from ``frame`` would
+    compile it, or None when it is neither code nor source text."""
+    if isinstance(source, types.CodeType):
+        return source
+    if not isinstance(source, str):
+        try:
+            source = memoryview(source).tobytes()
+        except TypeError:
+            return None
+    if not is_exec:
+        source = source.lstrip(" \t" if isinstance(source, str) else b" \t")
+    return compile(source, "<string>", "exec" if is_exec else "eval",
+                   frame.f_code.co_flags & _FUTURE_FLAGS, True)
+
+
 def metaclass_call(cls):
     """The Python ``__call__`` of ``cls``'s metaclass."""
     found = callables.lookup_on_type(type(cls), "__call__")
@@ -198,6 +280,20 @@ def native_with_error(manager):
     not a context manager."""
     with manager:
         pass
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def native_async_with_error(manager):
+    """Raise the interpreter's own error for an ``async with`` on an object
+    that is not an asynchronous context manager."""
+    async def probe():
+        async with manager:
+            pass
+    coroutine = probe()
+    try:
+        coroutine.send(None)
+    finally:
+        coroutine.close()
     raise AssertionError("unreachable")  # pragma: no cover
 
 

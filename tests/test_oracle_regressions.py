@@ -43,3 +43,79 @@ def test_super_reaches_builtin_method_of_base(ctx):
         return d
 
     assert cassette.overdub(ctx, program) == {"a": 1, "b": 2, "u": 1}
+
+
+# test_scope.testClassAndGlobal / testScopeOfGlobalStmt call exec(source)
+# without namespaces: the builtin reads its caller's globals and locals, which
+# must be the program's, and the code it runs must run overdubbed.
+def test_exec_and_eval_use_the_callers_namespaces(ctx):
+    def program(y):
+        x = 1
+        exec("z = x + y")
+        return eval("  x + y"), eval("z", None, {"z": 5})
+
+    assert cassette.overdub(ctx, program, 2) == (3, 5)
+
+
+def test_code_run_by_exec_and_eval_is_overdubbed():
+    class Seen(cassette.Context):
+        def prehook(self, f, *args, **kwargs):
+            self.metadata.append(f)
+
+    def inner():
+        return "inner"
+
+    def program():
+        namespace = {"inner": inner}
+        exec("result = inner()", namespace)
+        return namespace["result"], eval("inner()", {"inner": inner})
+
+    ctx = Seen(metadata=[])
+    assert cassette.overdub(ctx, program) == ("inner", "inner")
+    assert ctx.metadata.count(inner) == 2
+
+
+def test_exec_keeps_the_callers_future_flags(ctx):
+    namespace = {}
+    exec("from __future__ import annotations\n"
+         "def program():\n"
+         "    ns = {}\n"
+         "    exec('def f(x: undefined_name): pass', ns)\n"
+         "    return ns['f'].__annotations__\n", namespace)
+    assert cassette.overdub(ctx, namespace["program"]) == {"x": "undefined_name"}
+
+
+def test_exec_and_eval_raise_the_builtins_errors(ctx):
+    def program():
+        errors = []
+        for bad in (lambda: exec("1 +"), lambda: exec(42), lambda: eval("x", []),
+                    lambda: exec("pass", {}, 42)):
+            try:
+                bad()
+            except Exception as e:
+                errors.append(type(e))
+        return errors
+
+    assert cassette.overdub(ctx, program) == program()
+
+
+def test_class_bodies_run_overdubbed():
+    class Seen(cassette.Context):
+        def prehook(self, f, *args, **kwargs):
+            self.metadata.append(f)
+
+    def helper():
+        return 42
+
+    def program():
+        class C:
+            attribute = helper()
+
+            def method(self):
+                return __class__
+
+        return C.attribute, C().method() is C
+
+    ctx = Seen(metadata=[])
+    assert cassette.overdub(ctx, program) == (42, True)
+    assert helper in ctx.metadata

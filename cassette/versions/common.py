@@ -39,7 +39,7 @@ class Site:
 
     ``kind``   the operation name (``"add"``, ``"getattr"`` …) or a structural
                kind: ``"call"``, ``"method"``, ``"super_method"``, ``"for"``,
-               ``"with"``.
+               ``"with"``, ``"async_with"``.
     ``span``   how many consecutive instructions the site replaces.
     ``detail`` kind-specific data (attribute name, number of arguments …).
     """
@@ -143,7 +143,7 @@ class Layer:
             return [Tag.NULL]
         if name == "LOAD_GLOBAL" and instr.arg[0]:
             return self._null_and_value()
-        if name == "BEFORE_WITH":
+        if name == "BEFORE_WITH" or name == "BEFORE_ASYNC_WITH":
             return [Tag.EXIT, Tag.OTHER]
         return None
 
@@ -191,6 +191,8 @@ class Layer:
             return Site("for", detail=instr.arg)
         if name == "BEFORE_WITH":
             return Site("with")
+        if name == "BEFORE_ASYNC_WITH":
+            return Site("async_with")
         return self._call_site(instr, following)
 
     def _compare_site(self, instr):
@@ -227,3 +229,22 @@ class Layer:
         exhausted, with ``[iterator, SENTINEL]`` on the stack; they must leave
         the loop the way FOR_ITER does."""
         raise NotImplementedError
+
+    # -- interpreter semantics outside bytecode ------------------------------
+
+    def default_locals(self, frame):
+        """The locals ``exec``/``eval`` use when called from ``frame`` without
+        namespaces: what ``locals()`` returns there (up to 3.12 the frame's
+        own locals dict, kept in sync with its fast locals)."""
+        return frame.f_locals
+
+    @staticmethod
+    def exec_arguments(source, globals=None, locals=None, /, *, closure=None):
+        """Binds the arguments of ``exec`` as this version's ``exec`` does:
+        ``(source, globals, locals, closure)`` (TypeError otherwise)."""
+        return source, globals, locals, closure
+
+    @staticmethod
+    def eval_arguments(source, globals=None, locals=None, /):
+        """Binds the arguments of ``eval`` like :meth:`exec_arguments`."""
+        return source, globals, locals, None

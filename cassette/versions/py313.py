@@ -7,6 +7,7 @@ from bytecode.instr import Intrinsic1Op
 from .common import Layer, Site, Tag, swap_below
 
 _CAST_SUFFIX = "_CAST"
+_CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED
 
 
 class Layer313(Layer):
@@ -23,6 +24,22 @@ class Layer313(Layer):
 
     def to_bool(self, location):
         return [Instr("TO_BOOL", location=location)]
+
+    def default_locals(self, frame):
+        # PEP 667: in an optimized scope locals() is a fresh snapshot, while
+        # frame.f_locals is a write-through proxy.
+        if frame.f_code.co_flags & _CO_OPTIMIZED:
+            return dict(frame.f_locals)
+        return frame.f_locals
+
+    @staticmethod
+    def exec_arguments(source, /, globals=None, locals=None, *, closure=None):
+        # 3.13 accepts globals and locals as keywords.
+        return source, globals, locals, closure
+
+    @staticmethod
+    def eval_arguments(source, /, globals=None, locals=None):
+        return source, globals, locals, None
 
     def _compare_site(self, instr):
         name = instr.arg.name
