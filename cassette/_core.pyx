@@ -23,6 +23,10 @@ cdef extern from "Python.h":
     ctypedef struct PyFunctionObject:
         PyObject *func_code
         PyObject *func_defaults
+        PyObject *func_closure
+    object PyWeakref_NewRef(object, object)
+    PyObject *PyWeakref_GetObject(object)
+    object PyLong_FromVoidPtr(void *)
     PyObject *PyDict_GetItemWithError(object, object) except? NULL
     object PyObject_Vectorcall(object, PyObject **, size_t, PyObject *)
     object PyObject_VectorcallDict(object, PyObject **, size_t, object)
@@ -46,6 +50,74 @@ cdef extern from *:
     #endif
     """
     int cassette_get_method(object obj, object name, PyObject **out) except -1
+
+cdef extern from *:
+    """
+    /* DropSelf: called as M(obj, *args) by a rewritten method call whose
+       attribute was not a method (3.11/3.12), it calls its target without
+       obj, forwarding the argument array as it is. */
+    typedef struct {
+        PyObject_HEAD
+        PyObject *target;
+        vectorcallfunc vectorcall;
+    } CassetteDropSelf;
+
+    static PyObject *cassette_dropself_call(PyObject *self, PyObject *const *args,
+                                            size_t nargsf, PyObject *kwnames) {
+        Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+        if (nargs < 1) {
+            PyErr_SetString(PyExc_TypeError, "DropSelf expects the object it drops");
+            return NULL;
+        }
+        return PyObject_Vectorcall(((CassetteDropSelf *)self)->target, args + 1,
+                                   (size_t)(nargs - 1) | PY_VECTORCALL_ARGUMENTS_OFFSET,
+                                   kwnames);
+    }
+
+    static int cassette_dropself_traverse(PyObject *self, visitproc visit, void *arg) {
+        Py_VISIT(((CassetteDropSelf *)self)->target);
+        return 0;
+    }
+
+    static int cassette_dropself_clear(PyObject *self) {
+        Py_CLEAR(((CassetteDropSelf *)self)->target);
+        return 0;
+    }
+
+    static void cassette_dropself_dealloc(PyObject *self) {
+        PyObject_GC_UnTrack(self);
+        cassette_dropself_clear(self);
+        PyObject_GC_Del(self);
+    }
+
+    static PyTypeObject CassetteDropSelfType = {
+        PyVarObject_HEAD_INIT(NULL, 0)
+        .tp_name = "cassette._core.DropSelf",
+        .tp_basicsize = sizeof(CassetteDropSelf),
+        .tp_dealloc = cassette_dropself_dealloc,
+        .tp_vectorcall_offset = offsetof(CassetteDropSelf, vectorcall),
+        .tp_call = PyVectorcall_Call,
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+        .tp_doc = "Calls its target without the first argument.",
+        .tp_traverse = cassette_dropself_traverse,
+        .tp_clear = cassette_dropself_clear,
+    };
+
+    static PyObject *cassette_dropself_new(PyObject *target) {
+        if (!(CassetteDropSelfType.tp_flags & Py_TPFLAGS_READY)
+                && PyType_Ready(&CassetteDropSelfType) < 0)
+            return NULL;
+        CassetteDropSelf *self = PyObject_GC_New(CassetteDropSelf, &CassetteDropSelfType);
+        if (self == NULL) return NULL;
+        Py_INCREF(target);
+        self->target = target;
+        self->vectorcall = cassette_dropself_call;
+        PyObject_GC_Track((PyObject *)self);
+        return (PyObject *)self;
+    }
+    """
+    object cassette_dropself_new(object target)
+
 
 cdef extern from *:
     """
@@ -150,6 +222,10 @@ cdef object _lookup = callables.lookup_on_type
 cdef object _is_method_descriptor = callables.is_method_descriptor
 
 cdef Py_ssize_t _generation = -1
+
+#: Most entries each of a runtime's resolution caches holds before it is
+#: emptied (functions and classes can be made at run time).
+cdef Py_ssize_t CACHE_MAX = 4096
 
 
 def _on_generation_change(Py_ssize_t generation):
@@ -273,7 +349,23 @@ cdef tuple _split_selector(selector):
 
 
 cdef class FunctionEntry:
-    cdef object code, defaults, target
+    cdef object ref, code, defaults, target
+
+
+cdef class Forget:
+    """Weak-reference callback removing a dead closure's cache entry."""
+
+    cdef dict closures
+    cdef object key
+
+    def __init__(self, dict closures, key):
+        self.closures = closures
+        self.key = key
+
+    def __call__(self, ref):
+        entry = self.closures.get(self.key)
+        if entry is not None and (<FunctionEntry>entry).ref is ref:
+            del self.closures[self.key]
 
 
 cdef class Runtime:
@@ -284,7 +376,7 @@ cdef class Runtime:
     cdef readonly object kinds
     cdef tuple _ctx_types
     cdef Py_ssize_t _generation
-    cdef dict _resolved, _functions, _slots, _droppers
+    cdef dict _resolved, _functions, _closures, _slots, _droppers
     cdef OperationSite _next_site
     cdef bint _tagging
 
@@ -304,6 +396,7 @@ cdef class Runtime:
         self.kinds = engine.intercepted_kinds(self._ctx_types)
         self._resolved = {}
         self._functions = {}
+        self._closures = {}
         self._slots = {}
         self._droppers = {}
         self._next_site = None
@@ -342,10 +435,14 @@ cdef class Runtime:
                         and (<PyObject *>entry.defaults is defaults
                              or (defaults is NULL and entry.defaults is None))):
                     return entry.target
+            if (<PyFunctionObject *>f).func_closure is not NULL:
+                return self._resolve_closure(f)
             entry = FunctionEntry()
             entry.code = f.__code__
             entry.defaults = f.__defaults__
             entry.target = engine.target(self, f)
+            if len(self._functions) >= CACHE_MAX:
+                self._functions.clear()
             self._functions[f] = entry
             return entry.target
         if (tp is type or tp is BuiltinFunctionType or tp is MethodDescriptorType
@@ -355,7 +452,39 @@ cdef class Runtime:
                 return <object>hit
         target = engine.target(self, f)
         if _is_stable(f):
+            if len(self._resolved) >= CACHE_MAX:
+                self._resolved.clear()
             self._resolved[f] = target
+        return target
+
+    cdef object _resolve_closure(self, f):
+        """Closures are cached weakly: the entry dies with the closure, so
+        the cache never keeps the program's cells (and what they hold)
+        alive.  A hooked target refers to the closure itself and is not
+        cached."""
+        cdef FunctionEntry entry
+        cdef PyObject *found
+        cdef PyObject *defaults = (<PyFunctionObject *>f).func_defaults
+        key = PyLong_FromVoidPtr(<void *>f)
+        found = PyDict_GetItemWithError(self._closures, key)
+        if found is not NULL:
+            entry = <FunctionEntry>found
+            if (PyWeakref_GetObject(entry.ref) is <PyObject *>f
+                    and <PyObject *>entry.code is (<PyFunctionObject *>f).func_code
+                    and (<PyObject *>entry.defaults is defaults
+                         or (defaults is NULL and entry.defaults is None))):
+                return entry.target
+        target = engine.target(self, f)
+        if (target is not f and type(target) is FunctionType
+                and target.__closure__ is f.__closure__):   # the rewritten body
+            if len(self._closures) >= CACHE_MAX:
+                self._closures.clear()
+            entry = FunctionEntry()
+            entry.ref = PyWeakref_NewRef(f, Forget(self._closures, key))
+            entry.code = f.__code__
+            entry.defaults = f.__defaults__
+            entry.target = target
+            self._closures[key] = entry
         return target
 
     def method(self, obj, name):
@@ -408,16 +537,25 @@ cdef class Runtime:
     # -- what engine.target builds with ------------------------------------
 
     cdef object _dropper(self, target):
+        """A DropSelf of ``target``, cached for targets of stable callees."""
+        if not _is_stable(target):
+            return cassette_dropself_new(target)
         key = id(target)
-        cdef DropSelf dropper = self._droppers.get(key)
-        if dropper is None or dropper.target is not target:
-            dropper = DropSelf(target)
-            self._droppers[key] = dropper
-        return dropper
+        entry = self._droppers.get(key)
+        if entry is None or (<tuple>entry)[0] is not target:
+            if len(self._droppers) >= CACHE_MAX:
+                self._droppers.clear()
+            entry = (target, cassette_dropself_new(target))
+            self._droppers[key] = entry
+        return (<tuple>entry)[1]
 
     def rewritten(self, function):
         """``function``'s body rewritten for this runtime."""
         return engine.rewritten_function(function, self.kinds, self.slot)
+
+    def instantiation(self, cls):
+        """The body of calling class ``cls`` (as :func:`engine.instantiate`)."""
+        return Instantiation(self, cls)
 
     def hooked(self, callee, plan, body):
         return Hooked(self, callee, plan, body)
@@ -430,6 +568,10 @@ cdef class Runtime:
         return self.resolve(f)(*args, **kwargs)
 
     def run(self, f, args, kwargs):
+        # The entry rewrites ``f`` without going through ``resolve``: bring
+        # the intercepted kinds up to date first.
+        if self._generation != _generation:
+            self._reset()
         return engine.run(self, f, args, kwargs)
 
     # -- the protocol -------------------------------------------------------
@@ -469,19 +611,27 @@ cdef class Hooked:
                                  self.callee, args, kwargs)
 
 
-cdef class DropSelf:
-    """Called as ``M(obj, *args)`` by a rewritten method call whose attribute
-    was not a method: calls the target without ``obj``."""
+cdef class Instantiation:
+    """``type.__call__(cls, …)`` with ``__new__`` and ``__init__`` each an
+    operation: the same steps as :func:`cassette.engine.instantiate`."""
 
-    cdef readonly object target
+    cdef Runtime runtime
+    cdef object cls
 
-    def __init__(self, target):
-        self.target = target
+    def __init__(self, Runtime runtime, cls):
+        self.runtime = runtime
+        self.cls = cls
 
-    def __call__(self, _self, *args, **kwargs):
-        if kwargs:
-            return self.target(*args, **kwargs)
-        return self.target(*args)
+    def __call__(self, *args, **kwargs):
+        cls = self.cls
+        obj = _call_tuple(self.runtime.resolve(cls.__new__), (cls,) + args, kwargs)
+        if isinstance(obj, cls):
+            initialized = _call_tuple(self.runtime.resolve(type(obj).__init__),
+                                      (obj,) + args, kwargs)
+            if initialized is not None:
+                raise TypeError(
+                    f"__init__() should return None, not '{type(initialized).__name__}'")
+        return obj
 
 
 cdef class Exit:

@@ -7,8 +7,10 @@ out.  One :class:`Runtime` serves one context instance (and, for a nested
 overdub, one enclosing runtime).
 """
 
+import functools
 import sys
 import types
+import weakref
 
 from . import callables, dispatch, engine
 from ._singletons import OverdubInstead
@@ -46,6 +48,7 @@ class Runtime:
         self.kinds = engine.intercepted_kinds(self._ctx_types)
         self._resolved = {}
         self._functions = {}
+        self._closures = {}
         self._slots = {}
         self._droppers = {}
         self._tagging = getattr(self.ctx, "tag", None) is not None
@@ -77,11 +80,12 @@ class Runtime:
             if (entry is not None and entry[0] is f.__code__
                     and entry[1] is f.__defaults__):
                 return entry[2]
+            if f.__closure__ is not None:
+                return self._resolve_closure(f)
             target = self._target(f)
-            if f.__closure__ is None:
-                if len(self._functions) >= CACHE_MAX:
-                    self._functions.clear()
-                self._functions[f] = (f.__code__, f.__defaults__, target)
+            if len(self._functions) >= CACHE_MAX:
+                self._functions.clear()
+            self._functions[f] = (f.__code__, f.__defaults__, target)
             return target
         if callables.is_stable(f):
             target = self._resolved.get(f)
@@ -91,6 +95,31 @@ class Runtime:
                 target = self._resolved[f] = self._target(f)
             return target
         return self._target(f)
+
+    def _resolve_closure(self, f):
+        """Closures are cached weakly: the entry dies with the closure, so
+        the cache never keeps the program's cells (and what they hold)
+        alive.  A hooked target refers to the closure itself and is not
+        cached."""
+        key = id(f)
+        entry = self._closures.get(key)
+        if (entry is not None and entry[0]() is f and entry[1] is f.__code__
+                and entry[2] is f.__defaults__):
+            return entry[3]
+        target = self._target(f)
+        if (target is not f and type(target) is _FunctionType
+                and target.__closure__ is f.__closure__):  # the rewritten body
+            closures = self._closures
+            if len(closures) >= CACHE_MAX:
+                closures.clear()
+
+            def forget(ref, key=key, closures=closures):
+                current = closures.get(key)
+                if current is not None and current[0] is ref:
+                    del closures[key]
+
+            closures[key] = (weakref.ref(f, forget), f.__code__, f.__defaults__, target)
+        return target
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
@@ -139,6 +168,16 @@ class Runtime:
         value = self.call_special(enter, manager)
         return value, Exit(self, exit_, manager)
 
+    def async_enter(self, manager):
+        """``async with manager``: ``(awaitable of __aenter__, exit callable)``."""
+        tp = type(manager)
+        enter = _lookup(tp, "__aenter__")
+        exit_ = _lookup(tp, "__aexit__")
+        if enter is None or exit_ is None:
+            engine.native_async_with_error(manager)
+        value = self.call_special(enter, manager)
+        return value, Exit(self, exit_, manager)
+
     def call_special(self, descriptor, obj, /, *args):
         """Call a special method found on ``type(obj)`` as an operation."""
         if callables.is_method_descriptor(descriptor):
@@ -165,6 +204,10 @@ class Runtime:
     def rewritten(self, function):
         """``function``'s body rewritten for this runtime."""
         return engine.rewritten_function(function, self.kinds, self.slot)
+
+    def instantiation(self, cls):
+        """The body of calling class ``cls`` (see :func:`engine.instantiate`)."""
+        return functools.partial(engine.instantiate, self.call, cls)
 
     def hooked(self, callee, plan, body):
         return hooked(self, callee, plan, body)
@@ -233,7 +276,7 @@ class Runtime:
 
 _STRUCTURAL_SLOTS = {
     "resolve": "resolve", "method": "method", "split": "split",
-    "for": "next_step", "with": "enter",
+    "for": "next_step", "with": "enter", "async_with": "async_enter",
 }
 
 

@@ -20,6 +20,8 @@ operation names    the operands in stack order (see below)      the result
 ``for``            an iterator                                  value or
                                                                  :data:`EXHAUSTED`
 ``with``           the context manager                          ``(value, exit)``
+``async_with``     the asynchronous context manager             ``(awaitable,
+                                                                 exit)``
 =================  ==========================================  ===============
 
 Operands in stack order: ``contains``/``not_contains`` get ``(item,
@@ -76,6 +78,7 @@ _STRUCTURAL_ROWS = {
     "not_contains": Intercept.COMPARISONS,
     "getslice": Intercept.SUBSCRIPTS, "setslice": Intercept.SUBSCRIPTS,
     "for": Intercept.ITERATION, "with": Intercept.WITH,
+    "async_with": Intercept.WITH,
 }
 
 
@@ -244,8 +247,8 @@ def _emit_site(site, instr, tags, out):
         out += LAYER.for_exhausted(site.detail, loc)
         out.append(proceed)
         return True
-    if kind == "with":
-        out += call(Slot("with"), 1, loc)
+    if kind == "with" or kind == "async_with":
+        out += call(Slot(kind), 1, loc)
         out.append(Instr("UNPACK_SEQUENCE", 2, location=loc))
         return True
     if kind in ("getattr", "setattr", "delattr"):
