@@ -257,6 +257,47 @@ def test_exception_from_a_primitive_points_at_the_user_line():
         assert (user[-1].name, user[-1].lineno) == ("prog", line)
 
 
+def test_line_numbers_seen_by_the_running_code_are_the_users():
+    def where():
+        return sys._getframe().f_lineno
+
+    line = where.__code__.co_firstlineno + 1
+    assert where() == line
+    assert cassette.overdub(Nothing(), where) == line
+    assert cassette.overdub(CatchAll(metadata=[0]), where) == line
+
+
+# -- frames and lifetimes ----------------------------------------------------------------
+
+def test_exec_and_eval_use_the_callers_namespace():
+    def prog():
+        x = 5
+        env = {}
+        exec("y = x * 2", {"x": x}, env)
+        return eval("x + 1"), env["y"], eval("len(locals())")
+
+    expected = prog()
+    assert expected == (6, 10, 2)
+    assert cassette.overdub(Nothing(), prog) == expected
+    assert record(prog)[0] == expected
+
+
+def test_exec_without_namespaces_sees_the_functions_locals():
+    def prog(self_like):
+        exec("self_like.append(len(self_like))")
+        return self_like
+
+    assert cassette.overdub(CatchAll(metadata=[0]), prog, [7]) == [7, 1]
+
+
+def test_getframe_and_locals_see_the_user_frame():
+    def prog(a):
+        b = a + 1
+        return sys._getframe().f_code.co_name, sorted(locals())
+
+    assert cassette.overdub(CatchAll(metadata=[0]), prog, 1) == ("prog", ["a", "b"])
+
+
 def test_objects_held_by_closures_are_freed():
     """Runtime caches must not keep closures (and what they hold) alive:
     CPython's test_scope.testLeaks."""
