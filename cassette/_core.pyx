@@ -25,6 +25,9 @@ cdef extern from "Python.h":
         PyObject *func_defaults
         PyObject *func_closure
     object PyWeakref_NewRef(object, object)
+    object PyMethod_New(object, object)
+    PyObject *PyMethod_GET_FUNCTION(object)
+    PyObject *PyMethod_GET_SELF(object)
     PyObject *PyWeakref_GetObject(object)
     object PyLong_FromVoidPtr(void *)
     PyObject *PyDict_GetItemWithError(object, object) except? NULL
@@ -209,6 +212,8 @@ def make_entry(implementation, strip, module_name):
 
 cdef object FunctionType = types.FunctionType
 cdef object MethodType = types.MethodType
+cdef object MethodWrapperType = types.MethodWrapperType
+cdef object _split_bound = callables.split_bound
 cdef object BuiltinFunctionType = types.BuiltinFunctionType
 cdef object MethodDescriptorType = types.MethodDescriptorType
 cdef object WrapperDescriptorType = types.WrapperDescriptorType
@@ -376,7 +381,7 @@ cdef class Runtime:
     cdef readonly object kinds
     cdef tuple _ctx_types
     cdef Py_ssize_t _generation
-    cdef dict _resolved, _functions, _closures, _slots, _droppers
+    cdef dict _resolved, _functions, _closures, _bodies, _slots, _droppers
     cdef OperationSite _next_site
     cdef bint _tagging
 
@@ -397,6 +402,7 @@ cdef class Runtime:
         self._resolved = {}
         self._functions = {}
         self._closures = {}
+        self._bodies = {}
         self._slots = {}
         self._droppers = {}
         self._next_site = None
@@ -420,6 +426,9 @@ cdef class Runtime:
 
     def resolve(self, f):
         """What a call site calls instead of ``f``."""
+        return self._resolve(f)
+
+    cdef object _resolve(self, f):
         cdef PyObject *hit
         cdef PyObject *defaults
         cdef FunctionEntry entry
@@ -445,11 +454,27 @@ cdef class Runtime:
                 self._functions.clear()
             self._functions[f] = entry
             return entry.target
+        if tp is MethodType:
+            # A bound method resolves as its function, bound again.
+            function = PyMethod_GET_FUNCTION(f)
+            inner = self._resolve(<object>function)
+            if inner is <object>function:
+                return f
+            return PyMethod_New(inner, <object>PyMethod_GET_SELF(f))
         if (tp is type or tp is BuiltinFunctionType or tp is MethodDescriptorType
                 or tp is WrapperDescriptorType):
             hit = PyDict_GetItemWithError(self._resolved, f)
             if hit is not NULL:
                 return <object>hit
+        if tp is BuiltinFunctionType or tp is MethodWrapperType:
+            # A builtin bound to an instance resolves as the descriptor found
+            # on its class, bound again.
+            callee, owner = _split_bound(f)
+            if owner is not NO_SELF:
+                inner = self._resolve(callee)
+                if inner is callee:
+                    return f
+                return PyMethod_New(inner, owner)
         target = engine.target(self, f)
         if _is_stable(f):
             if len(self._resolved) >= CACHE_MAX:
@@ -494,8 +519,8 @@ cdef class Runtime:
         attribute = <object>found
         Py_DECREF(attribute)
         if unbound:
-            return self.resolve(attribute)
-        return self._dropper(self.resolve(attribute))
+            return self._resolve(attribute)
+        return self._dropper(self._resolve(attribute))
 
     def split(self, bound):
         """For 3.12's ``super().name(…)``: ``(self, M)`` such that
@@ -550,8 +575,24 @@ cdef class Runtime:
         return (<tuple>entry)[1]
 
     def rewritten(self, function):
-        """``function``'s body rewritten for this runtime."""
-        return engine.rewritten_function(function, self.kinds, self.slot)
+        """``function``'s body rewritten for this runtime (cached for
+        functions without a closure)."""
+        cdef FunctionEntry entry
+        found = self._bodies.get(function)
+        if found is not None:
+            entry = <FunctionEntry>found
+            if entry.code is function.__code__ and entry.defaults is function.__defaults__:
+                return entry.target
+        body = engine.rewritten_function(function, self.kinds, self.slot)
+        if function.__closure__ is None:
+            if len(self._bodies) >= CACHE_MAX:
+                self._bodies.clear()
+            entry = FunctionEntry()
+            entry.code = function.__code__
+            entry.defaults = function.__defaults__
+            entry.target = body
+            self._bodies[function] = entry
+        return body
 
     def instantiation(self, cls):
         """The body of calling class ``cls`` (as :func:`engine.instantiate`)."""

@@ -19,6 +19,8 @@ from .rewrite import EXHAUSTED
 
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
+_BuiltinMethodType = types.BuiltinMethodType
+_MethodWrapperType = types.MethodWrapperType
 _NO_SELF = callables.NO_SELF
 _lookup = callables.lookup_on_type
 _generation = dispatch.generation
@@ -49,6 +51,7 @@ class Runtime:
         self._resolved = {}
         self._functions = {}
         self._closures = {}
+        self._bodies = {}
         self._slots = {}
         self._droppers = {}
         self._tagging = getattr(self.ctx, "tag", None) is not None
@@ -87,6 +90,17 @@ class Runtime:
                 self._functions.clear()
             self._functions[f] = (f.__code__, f.__defaults__, target)
             return target
+        if type(f) is _MethodType:
+            # A bound method resolves as its function, bound again.
+            inner = self.resolve(f.__func__)
+            return f if inner is f.__func__ else _MethodType(inner, f.__self__)
+        if type(f) is _BuiltinMethodType or type(f) is _MethodWrapperType:
+            # A builtin bound to an instance resolves as the descriptor found
+            # on its class, bound again.
+            callee, owner = callables.split_bound(f)
+            if owner is not _NO_SELF:
+                inner = self.resolve(callee)
+                return f if inner is callee else _MethodType(inner, owner)
         if callables.is_stable(f):
             target = self._resolved.get(f)
             if target is None:
@@ -202,8 +216,18 @@ class Runtime:
         return engine.target(self, f)
 
     def rewritten(self, function):
-        """``function``'s body rewritten for this runtime."""
-        return engine.rewritten_function(function, self.kinds, self.slot)
+        """``function``'s body rewritten for this runtime (cached for
+        functions without a closure)."""
+        entry = self._bodies.get(function)
+        if (entry is not None and entry[0] is function.__code__
+                and entry[1] is function.__defaults__):
+            return entry[2]
+        body = engine.rewritten_function(function, self.kinds, self.slot)
+        if function.__closure__ is None:
+            if len(self._bodies) >= CACHE_MAX:
+                self._bodies.clear()
+            self._bodies[function] = (function.__code__, function.__defaults__, body)
+        return body
 
     def instantiation(self, cls):
         """The body of calling class ``cls`` (see :func:`engine.instantiate`)."""
