@@ -54,25 +54,90 @@ def is_method_descriptor(obj):
 
 
 def split_bound(f):
-    """``(callee, self)`` for a bound method, where ``callee`` is what hooks
-    see; ``(f, NO_SELF)`` for everything else."""
+    """``(callee, self)`` for a bound callable, where ``callee`` is what hooks
+    see and what handlers are registered for, and ``callee(self, *args)``
+    makes the same call; ``(f, NO_SELF)`` for everything else.
+
+    * bound methods -> their ``__func__`` and ``__self__``;
+    * builtins bound to an instance (``[].append``, ``(1).__add__``) -> the
+      descriptor on the instance's class (``list.append``, ``int.__add__``);
+    * builtin class methods bound to a class (``dict.fromkeys``, fresh on
+      every access) -> the class-method descriptor in the class dict;
+    * methods of a metaclass bound to a class (``int.mro``) -> the
+      descriptor on the metaclass (``type.mro``).
+    """
     kind = type(f)
     if kind is MethodType:
         return f.__func__, f.__self__
     if kind is BuiltinMethodType or kind is MethodWrapperType:
         owner = f.__self__
-        if owner is None or isinstance(owner, (ModuleType, type)):
+        if owner is None or type(owner) is ModuleType:
             return f, NO_SELF
-        descriptor = lookup_on_type(type(owner), f.__name__)
-        # The name may find another method than the one bound: a builtin
-        # method reached through super(), or one the class overrides.
-        if (type(descriptor) in _C_METHOD_DESCRIPTORS
-                and descriptor.__get__(owner, type(owner)) == f):
+        descriptor = _builtin_descriptor(f, owner)
+        if descriptor is not None:
             return descriptor, owner
     return f, NO_SELF
 
 
+_INSTANCE_DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+_descriptor_cache = {}
+_DESCRIPTOR_CACHE_MAX = 4096
+
+
+def _builtin_descriptor(f, owner):
+    """The descriptor a builtin bound to ``owner`` was made from, or None."""
+    name = f.__name__
+    owner_is_type = isinstance(owner, type)
+    key = (owner, name, True) if owner_is_type else (type(owner), name)
+    try:
+        return _descriptor_cache[key]
+    except KeyError:
+        pass
+    except TypeError:           # an unhashable class: look it up each time
+        key = None
+    found = None
+    if owner_is_type:
+        candidate = lookup_on_type(owner, name)
+        if type(candidate) is types.ClassMethodDescriptorType:
+            found = candidate
+        else:
+            candidate = lookup_on_type(type(owner), name)
+            if isinstance(candidate, _INSTANCE_DESCRIPTORS):
+                found = candidate
+    else:
+        candidate = lookup_on_type(type(owner), name)
+        if isinstance(candidate, _INSTANCE_DESCRIPTORS):
+            found = candidate
+    # Only if it is the descriptor this builtin was made from: a class may
+    # shadow the name with a different builtin.
+    if found is not None and found.__get__(owner, type(owner) if not owner_is_type else owner) != f:
+        found = None
+    if key is not None:
+        if len(_descriptor_cache) >= _DESCRIPTOR_CACHE_MAX:
+            _descriptor_cache.clear()
+        _descriptor_cache[key] = found
+    return found
+
+
 _C_METHOD_DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def _bound_descriptor(f, owner):
+    """The C method descriptor on ``type(owner)``'s MRO that the builtin
+    method ``f`` was bound from, or None.  The first one the name finds may
+    be another method: one a subclass overrides (``f`` reached through
+    ``super()``), or the metaclass's own ``__call__`` when ``f`` is
+    ``super().__call__`` inside it.  Comparing bound methods runs no Python
+    code."""
+    name = f.__name__
+    tp = type(owner)
+    for klass in tp.__mro__:
+        found = klass.__dict__.get(name, NO_SELF)
+        if found is NO_SELF:
+            continue
+        if type(found) in _C_METHOD_DESCRIPTORS and found.__get__(owner, tp) == f:
+            return found
+    return None
 
 
 def with_positional_parameters(handler, count):
@@ -147,6 +212,8 @@ _CORE_PREFIX = os.path.join("cassette", "_core.")
 FUNCTION = "function"              # a Python function: run its rewritten code
 INSTANTIATION = "instantiation"    # a class: __new__ then __init__, each an operation
 METACLASS_CALL = "metaclass_call"  # a class whose metaclass defines __call__ in Python
+TYPE_CALL = "type_call"            # type.__call__(cls, ...): instantiate cls (super().__call__
+                                   # in a metaclass __call__)
 PARTIAL = "partial"                # functools.partial: call .func with merged arguments
 CALLABLE_INSTANCE = "instance"     # an instance whose class defines __call__ in Python
 NESTED_OVERDUB = "nested"          # cassette.overdub itself (overdubbing an overdub)
@@ -161,6 +228,7 @@ FRAME_SENSITIVE = (super, locals, vars, dir, globals, sys._getframe) + (
 
 _SOURCE_RUNNERS = (exec, eval)
 _BUILD_CLASS = builtins.__build_class__
+_TYPE_CALL = type.__dict__["__call__"]
 
 _nested_entry_points = []
 
@@ -202,6 +270,8 @@ def body_kind(callee):
     kind = type(callee)
     if kind is FunctionType:
         return None if is_library_code(callee.__code__) else FUNCTION
+    if callee is _TYPE_CALL:
+        return TYPE_CALL
     if isinstance(callee, type):
         meta_call = lookup_on_type(type(callee), "__call__")
         if _python_function(meta_call) is not None:

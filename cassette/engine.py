@@ -142,6 +142,8 @@ def body_of(runtime, decision):
         return runtime.instantiation(callee)
     if kind == callables.METACLASS_CALL:
         return types.MethodType(runtime.rewritten(metaclass_call(callee)), callee)
+    if kind == callables.TYPE_CALL:
+        return functools.partial(instantiate, runtime.call)
     if kind == callables.PARTIAL:
         return functools.partial(call_partial, runtime.call, callee)
     if kind == callables.CALLABLE_INSTANCE:

@@ -181,6 +181,26 @@ def test_class_with_python_new():
     assert trace[:2] == [(Cached, ("a",), {}), (Cached.__new__, (Cached, "a"), {})]
 
 
+def test_metaclass_call_is_recursed_into():
+    class Meta(type):
+        def __call__(cls, *args, **kwargs):
+            marker(-11)
+            obj = super().__call__(*args, **kwargs)
+            obj.tagged = True
+            return obj
+
+    class WithMeta(metaclass=Meta):
+        def __init__(self, x):
+            marker(-12)
+            self.x = x
+
+    out, trace = record(lambda: WithMeta(3))
+    assert (out.x, out.tagged) == (3, True)
+    assert trace[0] == (WithMeta, (3,), {})
+    assert saw(trace, -11) and saw(trace, -12)
+    assert (setattr, (out, "tagged", True), {}) in trace
+
+
 def test_subclass_of_builtin_with_python_init():
     class Tagged(list):
         def __init__(self, items, label):

@@ -193,6 +193,34 @@ def test_super_method_call():
     assert only(trace, Base.m) == [(Base.m, (obj, 3), {})]
 
 
+def test_builtin_method_reached_through_super_is_the_base_descriptor():
+    class Doubling(list):
+        def append(self, x):
+            super().append(x * 2)
+
+    def prog(s):
+        s.append(1)
+        return s
+
+    s = Doubling()
+    out, trace = record(prog, s)
+    assert out == [2]
+    assert only(trace, Doubling.append) == [(Doubling.append, (s, 1), {})]
+    assert only(trace, list.append) == [(list.append, (s, 2), {})]
+
+
+def test_metaclass_method_bound_to_a_class():
+    class Meta(type):
+        pass
+
+    class K(metaclass=Meta):
+        pass
+
+    out, trace = record(lambda: K.mro())
+    assert out == [K, object]
+    assert only(trace, type.mro) == [(type.mro, (K,), {})]
+
+
 # -- class calls --------------------------------------------------------------------
 
 def test_class_call_then_python_init_as_operations():
