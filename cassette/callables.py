@@ -84,39 +84,60 @@ _descriptor_cache = {}
 _DESCRIPTOR_CACHE_MAX = 4096
 
 
+def forget_descriptors():
+    """Drop cached descriptor look-ups (classes may have changed)."""
+    _descriptor_cache.clear()
+
+
 def _builtin_descriptor(f, owner):
-    """The descriptor a builtin bound to ``owner`` was made from, or None."""
+    """The descriptor a builtin bound to ``owner`` was made from, or None.
+
+    Candidates are the descriptors of that name along the class's MRO (and
+    its metaclass's, for a builtin bound to a class); the one whose binding
+    to ``owner`` equals ``f`` is it (``super().append`` binds ``list``'s even
+    when a subclass shadows ``append``)."""
     name = f.__name__
     owner_is_type = isinstance(owner, type)
     key = (owner, name, True) if owner_is_type else (type(owner), name)
     try:
-        return _descriptor_cache[key]
-    except KeyError:
-        pass
+        candidates = _descriptor_cache.get(key)
     except TypeError:           # an unhashable class: look it up each time
-        key = None
-    found = None
-    if owner_is_type:
-        candidate = lookup_on_type(owner, name)
-        if type(candidate) is types.ClassMethodDescriptorType:
-            found = candidate
+        key, candidates = None, None
+    if candidates is None:
+        candidates = []
+        if owner_is_type:
+            for klass in owner.__mro__:
+                found = klass.__dict__.get(name)
+                if type(found) is types.ClassMethodDescriptorType:
+                    candidates.append((found, None, owner))
+            for klass in type(owner).__mro__:
+                found = klass.__dict__.get(name)
+                if isinstance(found, _INSTANCE_DESCRIPTORS):
+                    candidates.append((found, owner, type(owner)))
         else:
-            candidate = lookup_on_type(type(owner), name)
-            if isinstance(candidate, _INSTANCE_DESCRIPTORS):
-                found = candidate
-    else:
-        candidate = lookup_on_type(type(owner), name)
-        if isinstance(candidate, _INSTANCE_DESCRIPTORS):
-            found = candidate
-    # Only if it is the descriptor this builtin was made from: a class may
-    # shadow the name with a different builtin.
-    if found is not None and found.__get__(owner, type(owner) if not owner_is_type else owner) != f:
-        found = None
-    if key is not None:
-        if len(_descriptor_cache) >= _DESCRIPTOR_CACHE_MAX:
-            _descriptor_cache.clear()
-        _descriptor_cache[key] = found
-    return found
+            for klass in type(owner).__mro__:
+                found = klass.__dict__.get(name)
+                if isinstance(found, _INSTANCE_DESCRIPTORS):
+                    candidates.append((found, True, None))
+        candidates = tuple(candidates)
+        if key is not None:
+            if len(_descriptor_cache) >= _DESCRIPTOR_CACHE_MAX:
+                _descriptor_cache.clear()
+            _descriptor_cache[key] = candidates
+    for descriptor, instance, klass in candidates:
+        if instance is True:            # bound to an instance of the class
+            instance, klass = owner, type(owner)
+        if descriptor.__get__(instance, klass) == f:
+            return descriptor
+    return None
+
+
+def _binds_to(descriptor, owner, f):
+    """True if ``descriptor`` bound to ``owner`` is the builtin ``f``
+    (comparing builtin methods compares identities: no Python code runs)."""
+    if type(descriptor) is types.ClassMethodDescriptorType:
+        return descriptor.__get__(None, owner) == f
+    return descriptor.__get__(owner, type(owner)) == f
 
 
 _C_METHOD_DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType)

@@ -132,7 +132,7 @@ def _bump():
     with _lock:
         _plan_cache = {}
         _summary_cache = {}
-        _canon_cache.clear()
+        callables.forget_descriptors()
         _generation += 1
         for listener in _generation_listeners:
             listener(_generation)
@@ -156,76 +156,13 @@ _MethodType = types.MethodType
 _BuiltinMethodType = types.BuiltinMethodType            # builtin_function_or_method
 _MethodWrapperType = types.MethodWrapperType            # e.g. (1).__add__
 _ModuleType = types.ModuleType
-_INSTANCE_DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType)
-_canon_cache = {}   # (class, name[, True if bound to the class itself]) -> descriptor or None
-_CANON_CACHE_MAX = 1 << 12
-
-
-def _lookup_mro(klass, name):
-    for base in klass.__mro__:
-        d = base.__dict__
-        if name in d:
-            return d[name]
-    return None
-
-
-def _canonical_builtin(f, owner):
-    if isinstance(owner, _ModuleType):
-        return f
-    name = f.__name__
-    owner_is_type = isinstance(owner, type)
-    key = (owner, name, True) if owner_is_type else (type(owner), name)
-    try:
-        found = _canon_cache[key]
-    except KeyError:
-        found = None
-        if owner_is_type:
-            d = _lookup_mro(owner, name)
-            if type(d) is types.ClassMethodDescriptorType:
-                found = d
-            else:
-                # A method of the metaclass bound to the class (int.mro).
-                d = _lookup_mro(type(owner), name)
-                if isinstance(d, _INSTANCE_DESCRIPTORS):
-                    found = d
-        else:
-            d = _lookup_mro(type(owner), name)
-            if isinstance(d, _INSTANCE_DESCRIPTORS):
-                found = d
-        if len(_canon_cache) >= _CANON_CACHE_MAX:
-            _canon_cache.clear()
-        try:
-            _canon_cache[key] = found
-        except TypeError:       # unhashable owner class: just don't cache
-            pass
-    return f if found is None else found
-
-
 def canonical_callee(f):
-    """Normalise a callee for identity matching.
-
-    * bound methods (``types.MethodType``) -> their ``__func__``;
-    * ``classmethod`` / ``staticmethod`` objects -> their ``__func__``;
-    * builtin methods bound to an instance (``[].append``, ``(1).__add__``)
-      -> the descriptor on the instance's class (``list.append``,
-      ``int.__add__``), found through the class's ``__mro__`` dicts;
-    * builtin class methods bound to a class (``dict.fromkeys``, fresh on
-      every access) -> the stable class-method descriptor in the class dict;
-    * anything else, unchanged.
-    """
-    t = type(f)
-    if t is _FunctionType:
-        return f
-    if t is _MethodType:
-        return f.__func__
-    if t is _BuiltinMethodType or t is _MethodWrapperType:
-        owner = f.__self__
-        if owner is None or type(owner) is _ModuleType:
-            return f
-        return _canonical_builtin(f, owner)
+    """Normalise a callee for identity matching: what hooks see for a call
+    of ``f`` (:func:`cassette.callables.split_bound`), and for a
+    ``classmethod``/``staticmethod`` object its ``__func__``."""
     if isinstance(f, (classmethod, staticmethod)):
         return f.__func__
-    return f
+    return callables.split_bound(f)[0]
 
 
 # ---------------------------------------------------------------------------
