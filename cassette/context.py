@@ -68,10 +68,10 @@ def _hook_handler(cls, name, value):
         return value
     if hasattr(type(value), "__get__"):
         # staticmethod, classmethod, other descriptors: bind as `ctx.name` would.
-        def handler(ctx, *args, **kwargs):
+        def handler(ctx, /, *args, **kwargs):
             return value.__get__(ctx, type(ctx))(*args, **kwargs)
     elif callable(value):
-        def handler(ctx, *args, **kwargs):
+        def handler(ctx, /, *args, **kwargs):
             return value(*args, **kwargs)
     else:
         raise TypeError(f"context hook {cls.__qualname__}.{name} must be a method "
@@ -159,23 +159,23 @@ class Context(metaclass=ContextMeta):
     # -- hooks: the default behaviours ------------------------------------------
 
     @_default_hook
-    def prehook(self, f, *args, **kwargs):
+    def prehook(self, f, /, *args, **kwargs):
         """Run before every operation ``f(*args, **kwargs)``.  Default: nothing."""
         return _dispatch.prehook.default(self, f, *args, **kwargs)
 
     @_default_hook
-    def posthook(self, output, f, *args, **kwargs):
+    def posthook(self, output, f, /, *args, **kwargs):
         """Run after every operation that returned ``output``.  Default: nothing."""
         return _dispatch.posthook.default(self, output, f, *args, **kwargs)
 
     @_default_hook
-    def execute(self, f, *args, **kwargs):
+    def execute(self, f, /, *args, **kwargs):
         """Replace an operation: return its result, or ``cassette.OverdubInstead``
         to run it as usual.  Default: ``OverdubInstead``."""
         return _dispatch.execute.default(self, f, *args, **kwargs)
 
     @_default_hook
-    def fallback(self, f, *args, **kwargs):
+    def fallback(self, f, /, *args, **kwargs):
         """Run an operation that has no body to overdub.  Default: call ``f`` with
         its arguments untagged."""
         return _dispatch.fallback.default(self, f, *args, **kwargs)

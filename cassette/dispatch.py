@@ -637,7 +637,7 @@ class GenericHook:
             current.append(h)
         return Selector(tuple(tuple(t) for t in tiers), default, tuple(h for _, h in cands))
 
-    def __call__(self, ctx, f, *args, **kwargs):
+    def __call__(self, ctx, f, /, *args, **kwargs):
         ctx_type = type(ctx)
         if not getattr(ctx_type, "_cassette_context_class", False):
             raise TypeError(f"cassette.{self.name}: the first argument must be a "
@@ -655,7 +655,7 @@ class GenericHook:
 class _PosthookGenericHook(GenericHook):
     """The posthook generic: handlers take ``(ctx, output, f, *args, **kwargs)``."""
 
-    def __call__(self, ctx, output, f, *args, **kwargs):
+    def __call__(self, ctx, output, f, /, *args, **kwargs):
         ctx_type = type(ctx)
         if not getattr(ctx_type, "_cassette_context_class", False):
             raise TypeError(f"cassette.{self.name}: the first argument must be a "
@@ -683,23 +683,23 @@ def _untag_arguments(ctx, args, kwargs):
     return args, kwargs
 
 
-def _default_prehook(ctx, f, *args, **kwargs):
+def _default_prehook(ctx, f, /, *args, **kwargs):
     """Run before each operation ``f(*args, **kwargs)``.  Default: nothing."""
     return None
 
 
-def _default_posthook(ctx, output, f, *args, **kwargs):
+def _default_posthook(ctx, output, f, /, *args, **kwargs):
     """Run after each operation that returned ``output``.  Default: nothing."""
     return None
 
 
-def _default_execute(ctx, f, *args, **kwargs):
+def _default_execute(ctx, f, /, *args, **kwargs):
     """Replace an operation: return its result, or ``OverdubInstead`` to run it
     (its body overdubbed, or ``fallback``).  Default: ``OverdubInstead``."""
     return OverdubInstead
 
 
-def _default_fallback(ctx, f, *args, **kwargs):
+def _default_fallback(ctx, f, /, *args, **kwargs):
     """Run a primitive: default ``f(*args, **kwargs)`` with arguments untagged."""
     args, kwargs = _untag_arguments(ctx, args, kwargs)
     return f(*args, **kwargs)
