@@ -132,35 +132,6 @@ def _builtin_descriptor(f, owner):
     return None
 
 
-def _binds_to(descriptor, owner, f):
-    """True if ``descriptor`` bound to ``owner`` is the builtin ``f``
-    (comparing builtin methods compares identities: no Python code runs)."""
-    if type(descriptor) is types.ClassMethodDescriptorType:
-        return descriptor.__get__(None, owner) == f
-    return descriptor.__get__(owner, type(owner)) == f
-
-
-_C_METHOD_DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType)
-
-
-def _bound_descriptor(f, owner):
-    """The C method descriptor on ``type(owner)``'s MRO that the builtin
-    method ``f`` was bound from, or None.  The first one the name finds may
-    be another method: one a subclass overrides (``f`` reached through
-    ``super()``), or the metaclass's own ``__call__`` when ``f`` is
-    ``super().__call__`` inside it.  Comparing bound methods runs no Python
-    code."""
-    name = f.__name__
-    tp = type(owner)
-    for klass in tp.__mro__:
-        found = klass.__dict__.get(name, NO_SELF)
-        if found is NO_SELF:
-            continue
-        if type(found) in _C_METHOD_DESCRIPTORS and found.__get__(owner, tp) == f:
-            return found
-    return None
-
-
 def with_positional_parameters(handler, count):
     """``handler`` with its first ``count`` parameters made positional-only.
 
