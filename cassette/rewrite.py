@@ -358,5 +358,18 @@ def template_for(code, kinds):
         # handlers (3.12's inlined comprehensions keep values below them).
         bytecode = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
         rewrite_bytecode(bytecode, kinds)
-        entry = _templates[key] = (code, Template(bytecode.to_code()))
+        entry = _templates[key] = (code, Template(assemble(bytecode)))
     return entry[1]
+
+
+def assemble(bytecode):
+    """``bytecode.to_code()``, keeping the exception table's stack depths.
+
+    Every rewrite is stack-neutral where a protected range begins, so the
+    original depths stay right; the ``bytecode`` package's recomputation of
+    them is not (it gives a ``finally: raise`` inside an ``except`` block
+    too deep a handler, and unwinding then frees values it does not own).
+    Depths are recomputed only when some block has none (new blocks)."""
+    recompute = any(type(e) is TryBegin and type(e.stack_depth) is not int
+                    for e in bytecode)
+    return bytecode.to_code(compute_exception_stack_depths=recompute)

@@ -119,3 +119,32 @@ def test_class_bodies_run_overdubbed():
     ctx = Seen(metadata=[])
     assert cassette.overdub(ctx, program) == (42, True)
     assert helper in ctx.metadata
+
+
+# test_exceptions.testExceptionCleanupState segfaulted: the bytecode
+# package recomputed the exception table's stack depths of a `finally:
+# raise` inside an `except` block too deep, and unwinding freed values the
+# frame did not own.  The rewrite keeps the original depths.
+def test_reraise_in_finally_inside_except(ctx):
+    class Held:
+        pass
+
+    def fail():
+        raise KeyError
+
+    def program():
+        held = Held()
+        try:
+            fail()
+        except KeyError:
+            try:
+                try:
+                    raise
+                finally:
+                    raise
+            except KeyError:
+                pass
+        return held
+
+    for _ in range(3):
+        assert type(cassette.overdub(ctx, program)) is Held
