@@ -124,9 +124,26 @@ def target(runtime, f):
         result = body
     else:
         result = runtime.hooked(decision.callee, decision.plan, body)
+    if body is not None and runtime.parent is not None:
+        result = enclosed(runtime, decision.callee, result)
     if decision.bound is not callables.NO_SELF:
         result = types.MethodType(result, decision.bound)
     return result
+
+
+def enclosed(runtime, callee, inner):
+    """``inner`` — a nested runtime's operation on ``callee``, which has a
+    body — as an operation of every enclosing runtime too, the innermost
+    enclosing one closest: the outer context sees the call like any other
+    code's, before the inner context's hooks run.  (A primitive needs no
+    wrapping: the nested runtime runs it through the enclosing one.)"""
+    outer = runtime.parent
+    while outer is not None:
+        plan = dispatch.plan(type(outer.ctx), callee)
+        if plan is not _EMPTY:
+            inner = outer.hooked(callee, plan, inner)
+        outer = outer.parent
+    return inner
 
 
 def body_of(runtime, decision):
