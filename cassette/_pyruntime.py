@@ -22,6 +22,7 @@ _MethodType = types.MethodType
 _BuiltinMethodType = types.BuiltinMethodType
 _MethodWrapperType = types.MethodWrapperType
 _NO_SELF = callables.NO_SELF
+_drop_library_entries = callables.drop_library_entries
 _lookup = callables.lookup_on_type
 _generation = dispatch.generation
 _EMPTY = dispatch.Plan.empty
@@ -137,21 +138,25 @@ class Runtime:
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
-        tp = type(obj)
-        descriptor = _lookup(tp, name)
-        if (descriptor is not None and callables.is_method_descriptor(descriptor)
-                and tp.__getattribute__ is object.__getattribute__
-                and _lookup(tp, "__getattr__") is None):
-            try:
-                instance_dict = object.__getattribute__(obj, "__dict__")
-            except AttributeError:
-                instance_dict = None
-            if instance_dict is None or name not in instance_dict:
-                return self.resolve(descriptor)
-        attribute = getattr(obj, name)
-        if callables.is_stable(attribute):
-            return self._dropper(self.resolve(attribute))
-        return DropSelf(self.resolve(attribute))
+        try:
+            tp = type(obj)
+            descriptor = _lookup(tp, name)
+            if (descriptor is not None and callables.is_method_descriptor(descriptor)
+                    and tp.__getattribute__ is object.__getattribute__
+                    and _lookup(tp, "__getattr__") is None):
+                try:
+                    instance_dict = object.__getattribute__(obj, "__dict__")
+                except AttributeError:
+                    instance_dict = None
+                if instance_dict is None or name not in instance_dict:
+                    return self.resolve(descriptor)
+            attribute = getattr(obj, name)
+            if callables.is_stable(attribute):
+                return self._dropper(self.resolve(attribute))
+            return DropSelf(self.resolve(attribute))
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
 
     def split(self, bound):
         """For 3.12's ``super().name(…)``: ``(self, M)`` such that
@@ -164,33 +169,45 @@ class Runtime:
 
     def next_step(self, iterator):
         """One step of a ``for`` loop: the next value or :data:`EXHAUSTED`."""
-        site = self.slot("next")
-        if site.plan_is_empty():
-            return next(iterator, EXHAUSTED)
         try:
-            return site(iterator)
-        except StopIteration:
-            return EXHAUSTED
+            site = self.slot("next")
+            if site.plan_is_empty():
+                return next(iterator, EXHAUSTED)
+            try:
+                return site(iterator)
+            except StopIteration:
+                return EXHAUSTED
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
 
     def enter(self, manager):
         """``with manager``: ``(value of __enter__, exit callable)``."""
-        tp = type(manager)
-        enter = _lookup(tp, "__enter__")
-        exit_ = _lookup(tp, "__exit__")
-        if enter is None or exit_ is None:
-            engine.native_with_error(manager)
-        value = self.call_special(enter, manager)
-        return value, Exit(self, exit_, manager)
+        try:
+            tp = type(manager)
+            enter = _lookup(tp, "__enter__")
+            exit_ = _lookup(tp, "__exit__")
+            if enter is None or exit_ is None:
+                engine.native_with_error(manager)
+            value = self.call_special(enter, manager)
+            return value, Exit(self, exit_, manager)
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
 
     def async_enter(self, manager):
         """``async with manager``: ``(awaitable of __aenter__, exit callable)``."""
-        tp = type(manager)
-        enter = _lookup(tp, "__aenter__")
-        exit_ = _lookup(tp, "__aexit__")
-        if enter is None or exit_ is None:
-            engine.native_async_with_error(manager)
-        value = self.call_special(enter, manager)
-        return value, Exit(self, exit_, manager)
+        try:
+            tp = type(manager)
+            enter = _lookup(tp, "__aenter__")
+            exit_ = _lookup(tp, "__aexit__")
+            if enter is None or exit_ is None:
+                engine.native_async_with_error(manager)
+            value = self.call_special(enter, manager)
+            return value, Exit(self, exit_, manager)
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
 
     def call_special(self, descriptor, obj, /, *args):
         """Call a special method found on ``type(obj)`` as an operation."""
@@ -312,7 +329,11 @@ def hooked(runtime, callee, plan, body):
     operate = runtime.operate
 
     def hooked_call(*args, **kwargs):
-        return operate(plan, callee, body, callee, args, kwargs)
+        try:
+            return operate(plan, callee, body, callee, args, kwargs)
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
 
     hooked_call.callee = callee
     return hooked_call
@@ -360,7 +381,11 @@ class DropSelf:
         self.target = target
 
     def __call__(self, _self, /, *args, **kwargs):
-        return self.target(*args, **kwargs)
+        try:
+            return self.target(*args, **kwargs)
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
 
 
 class Exit:
@@ -374,8 +399,12 @@ class Exit:
         self.manager = manager
 
     def __call__(self, exc_type, exc_value, traceback, /):
-        return self.runtime.call_special(
-            self.method, self.manager, exc_type, exc_value, traceback)
+        try:
+            return self.runtime.call_special(
+                self.method, self.manager, exc_type, exc_value, traceback)
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
 
 
 class NestedOverdub:
@@ -388,8 +417,12 @@ class NestedOverdub:
         self.parent = parent
 
     def __call__(self, ctx, f, /, *args, **kwargs):
-        engine.check_arguments(ctx, f)
-        return Runtime(ctx, self.parent).run(f, args, kwargs)
+        try:
+            engine.check_arguments(ctx, f)
+            return Runtime(ctx, self.parent).run(f, args, kwargs)
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
 
 
 def _arrange_contains(item, container):
@@ -446,14 +479,18 @@ class OperationSite:
         return self.plan is _EMPTY
 
     def __call__(self, /, *operands):
-        args = operands if self.arrange is None else self.arrange(*operands)
-        runtime = self.runtime
-        if self.plan_is_empty():
-            if runtime.parent is not None:
-                out = runtime.parent.call(self.operation.callee, *args)
+        try:
+            args = operands if self.arrange is None else self.arrange(*operands)
+            runtime = self.runtime
+            if self.plan_is_empty():
+                if runtime.parent is not None:
+                    out = runtime.parent.call(self.operation.callee, *args)
+                else:
+                    out = self.operation.implementation(*args)
             else:
-                out = self.operation.implementation(*args)
-        else:
-            callee = self.operation.callee
-            out = runtime.operate(self.plan, callee, None, callee, args, {})
-        return (not out) if self.negate else out
+                callee = self.operation.callee
+                out = runtime.operate(self.plan, callee, None, callee, args, {})
+            return (not out) if self.negate else out
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise

@@ -200,6 +200,21 @@ def is_library_code(code):
 _CORE_PREFIX = os.path.join("cassette", "_core.")
 
 
+def drop_library_entries(exception):
+    """Remove the leading entries of cassette's own frames from
+    ``exception``'s traceback.
+
+    Called, before re-raising with a bare ``raise``, by the library frames
+    the program calls into: the exception entered them last, so their
+    entries (and those of library frames they called) lead the traceback,
+    and a bare ``raise`` adds none.  The program then sees the traceback it
+    would see plainly (SPEC §3.4)."""
+    tb = exception.__traceback__
+    while tb is not None and is_library_code(tb.tb_frame.f_code):
+        tb = tb.tb_next
+    exception.__traceback__ = tb
+
+
 # Kinds of body.
 FUNCTION = "function"              # a Python function: run its rewritten code
 INSTANTIATION = "instantiation"    # a class: __new__ then __init__, each an operation

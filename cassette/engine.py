@@ -190,30 +190,43 @@ def instantiate(call, cls, /, *args, **kwargs):
     """``type.__call__(cls, *args, **kwargs)`` with ``__new__`` and
     ``__init__`` each called through ``call(f, *args, **kwargs)`` (an
     operation of the running context)."""
-    obj = call(cls.__new__, cls, *args, **kwargs)
-    if isinstance(obj, cls):
-        initialized = call(type(obj).__init__, obj, *args, **kwargs)
-        if initialized is not None:
-            raise TypeError(
-                f"__init__() should return None, not '{type(initialized).__name__}'"
-            )
-    return obj
+    try:
+        obj = call(cls.__new__, cls, *args, **kwargs)
+        # PyObject_TypeCheck: the real type's MRO, no __instancecheck__.
+        if cls in type(obj).__mro__:
+            initialized = call(type(obj).__init__, obj, *args, **kwargs)
+            if initialized is not None:
+                raise TypeError(
+                    f"__init__() should return None, not '{type(initialized).__name__}'"
+                )
+        return obj
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
 
 
 def call_partial(call, partial, /, *args, **kwargs):
     """The body of a ``functools.partial``: its function called (as an
     operation) with the stored and the given arguments."""
-    if partial.keywords:
-        kwargs = {**partial.keywords, **kwargs}
-    return call(partial.func, *partial.args, *args, **kwargs)
+    try:
+        if partial.keywords:
+            kwargs = {**partial.keywords, **kwargs}
+        return call(partial.func, *partial.args, *args, **kwargs)
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
 
 
 def build_class(runtime, func, name, /, *bases, **kwds):
     """The body of ``__build_class__`` (a ``class`` statement): the same
     call with the class body rewritten, so it runs overdubbed."""
-    if type(func) is types.FunctionType and not callables.is_library_code(func.__code__):
-        func = runtime.rewritten(func)
-    return _build_class(func, name, *bases, **kwds)
+    try:
+        if type(func) is types.FunctionType and not callables.is_library_code(func.__code__):
+            func = runtime.rewritten(func)
+        return _build_class(func, name, *bases, **kwds)
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
 
 
 _build_class = builtins.__build_class__
@@ -233,28 +246,34 @@ def run_source(runtime, evaluate, /, *args, **kwargs):
     Without namespaces the builtin uses its caller's globals and locals (and
     a string inherits the caller's ``__future__`` flags): the caller is the
     nearest frame of the program, skipping the pure-Python runtime's own."""
-    bind = LAYER.exec_arguments if evaluate is exec else LAYER.eval_arguments
     try:
-        source, globals_, locals_, closure = bind(*args, **kwargs)
-    except TypeError:
-        return evaluate(*args, **kwargs)        # the builtin's own error
-    frame = program_frame()
-    if frame is None:
-        return evaluate(*args, **kwargs)
-    if globals_ is None:
-        globals_ = frame.f_globals
-        if locals_ is None:
-            locals_ = LAYER.default_locals(frame)
-    elif locals_ is None:
-        locals_ = globals_
-    code = _compiled_source(source, evaluate is exec, frame)
-    if code is None or not isinstance(globals_, dict):
-        return evaluate(source, globals_, locals_)   # the builtin's own error
-    if not callables.is_library_code(code):
-        code = template_for(code, runtime.kinds).bind(runtime.slot)
-    if evaluate is exec:
-        return exec(code, globals_, locals_, closure=closure)
-    return eval(code, globals_, locals_)
+        bind = LAYER.exec_arguments if evaluate is exec else LAYER.eval_arguments
+        try:
+            source, globals_, locals_, closure = bind(*args, **kwargs)
+        except TypeError:
+            source = bind = None
+        frame = program_frame()
+        if bind is None or frame is None:
+            # The builtin's own error (raised outside the except clause, so
+            # that it has no __context__ the plain call would not have).
+            return evaluate(*args, **kwargs)
+        if globals_ is None:
+            globals_ = frame.f_globals
+            if locals_ is None:
+                locals_ = LAYER.default_locals(frame)
+        elif locals_ is None:
+            locals_ = globals_
+        code = _compiled_source(source, evaluate is exec, frame)
+        if code is None or not isinstance(globals_, dict):
+            return evaluate(source, globals_, locals_)   # the builtin's own error
+        if not callables.is_library_code(code):
+            code = template_for(code, runtime.kinds).bind(runtime.slot)
+        if evaluate is exec:
+            return exec(code, globals_, locals_, closure=closure)
+        return eval(code, globals_, locals_)
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
 
 
 def program_frame():
