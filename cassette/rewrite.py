@@ -152,6 +152,7 @@ def stack_tags(elements, apply=_apply, unknown=Tag.OTHER):
     instruction)."""
     before = [None] * len(elements)
     at_label = {}
+    unseeded = {}       # handler label -> a TryBegin met where the stack was unknown
     for _ in range(8):
         grew = False
         state = []
@@ -165,9 +166,14 @@ def stack_tags(elements, apply=_apply, unknown=Tag.OTHER):
                 continue
             if isinstance(element, TryBegin):
                 if element.target not in at_label:
-                    depth = element.stack_depth + int(element.push_lasti) + 1
-                    at_label[element.target] = [unknown] * depth
-                    grew = True
+                    if state is None:
+                        unseeded[element.target] = element
+                    else:
+                        # A handler starts with the values below the
+                        # protected range (a call's NULL and callable may be
+                        # among them), then lasti and the exception.
+                        at_label[element.target] = _handler_entry(state, element, unknown)
+                        grew = True
                 continue
             if not isinstance(element, Instr) or state is None:
                 continue
@@ -182,8 +188,20 @@ def stack_tags(elements, apply=_apply, unknown=Tag.OTHER):
             else:
                 state = apply(state, element, False)
         if not grew:
-            break
+            pending = [t for t in unseeded if t not in at_label]
+            if not pending:
+                break
+            for target in pending:      # reached only through unknown stacks
+                at_label[target] = _handler_entry(None, unseeded[target], unknown)
     return before
+
+
+def _handler_entry(state, try_begin, unknown):
+    """The stack tags at the entry of ``try_begin``'s handler, given the
+    tags where the protected range begins (None: unknown)."""
+    depth = try_begin.stack_depth
+    below = state[:depth] if state is not None and len(state) >= depth else [unknown] * depth
+    return list(below) + [unknown] * (int(try_begin.push_lasti) + 1)
 
 
 # -- emission ----------------------------------------------------------------

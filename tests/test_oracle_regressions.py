@@ -204,3 +204,25 @@ def test_tracebacks_caught_by_the_program_show_only_its_frames(ctx):
 
     expected = program()
     assert cassette.overdub(ctx, program) == expected
+
+
+# test_coroutines.test_nested_comp crashed the interpreter: an async
+# comprehension ends through its StopAsyncIteration handler, and the stack
+# simulation seeded handlers with unknown values, losing the NULL below
+# `sum`, so the rewrite resolved the NULL instead of the callable.
+def test_call_around_an_async_comprehension(ctx):
+    async def numbers(n):
+        for i in range(n):
+            yield i
+
+    async def program():
+        return {sum([i async for i in numbers(j)]) for j in [3, 5]}
+
+    def drive():
+        coroutine = program()
+        try:
+            coroutine.send(None)
+        except StopIteration as stop:
+            return stop.value
+
+    assert cassette.overdub(ctx, drive) == {3, 10}
