@@ -75,21 +75,25 @@ class Runtime:
 
         Targets are cached only for callees :func:`callables.is_stable`
         accepts (closures are not: the cache would keep their cells alive),
-        in caches of at most ``CACHE_MAX`` entries each.
+        in caches of at most ``CACHE_MAX`` entries each.  A function's entry
+        holds while its code, defaults, keyword defaults, name and qualified
+        name are the ones its rewritten body copied.
         """
         if self.generation != _generation():
             self._reset()
         if type(f) is _FunctionType:
             entry = self._functions.get(f)
             if (entry is not None and entry[0] is f.__code__
-                    and entry[1] is f.__defaults__):
+                    and entry[1] is f.__defaults__ and entry[3] is f.__kwdefaults__
+                    and entry[4] is f.__name__ and entry[5] is f.__qualname__):
                 return entry[2]
             if f.__closure__ is not None:
                 return self._resolve_closure(f)
             target = self._target(f)
             if len(self._functions) >= CACHE_MAX:
                 self._functions.clear()
-            self._functions[f] = (f.__code__, f.__defaults__, target)
+            self._functions[f] = (f.__code__, f.__defaults__, target,
+                                  f.__kwdefaults__, f.__name__, f.__qualname__)
             return target
         if type(f) is _MethodType:
             # A bound method resolves as its function, bound again.
@@ -119,7 +123,8 @@ class Runtime:
         key = id(f)
         entry = self._closures.get(key)
         if (entry is not None and entry[0]() is f and entry[1] is f.__code__
-                and entry[2] is f.__defaults__):
+                and entry[2] is f.__defaults__ and entry[4] is f.__kwdefaults__
+                and entry[5] is f.__name__ and entry[6] is f.__qualname__):
             return entry[3]
         target = self._target(f)
         if (target is not f and type(target) is _FunctionType
@@ -133,7 +138,8 @@ class Runtime:
                 if current is not None and current[0] is ref:
                     del closures[key]
 
-            closures[key] = (weakref.ref(f, forget), f.__code__, f.__defaults__, target)
+            closures[key] = (weakref.ref(f, forget), f.__code__, f.__defaults__, target,
+                             f.__kwdefaults__, f.__name__, f.__qualname__)
         return target
 
     def method(self, obj, name):
@@ -237,13 +243,18 @@ class Runtime:
         functions without a closure)."""
         entry = self._bodies.get(function)
         if (entry is not None and entry[0] is function.__code__
-                and entry[1] is function.__defaults__):
+                and entry[1] is function.__defaults__
+                and entry[3] is function.__kwdefaults__
+                and entry[4] is function.__name__
+                and entry[5] is function.__qualname__):
             return entry[2]
         body = engine.rewritten_function(function, self.kinds, self.slot)
         if function.__closure__ is None:
             if len(self._bodies) >= CACHE_MAX:
                 self._bodies.clear()
-            self._bodies[function] = (function.__code__, function.__defaults__, body)
+            self._bodies[function] = (function.__code__, function.__defaults__, body,
+                                      function.__kwdefaults__, function.__name__,
+                                      function.__qualname__)
         return body
 
     def instantiation(self, cls):
