@@ -24,6 +24,9 @@ cdef extern from "Python.h":
         PyObject *func_code
         PyObject *func_defaults
         PyObject *func_closure
+        PyObject *func_kwdefaults
+        PyObject *func_name
+        PyObject *func_qualname
     object PyWeakref_NewRef(object, object)
     object PyMethod_New(object, object)
     PyObject *PyMethod_GET_FUNCTION(object)
@@ -224,6 +227,7 @@ cdef object _OverdubInstead = OverdubInstead
 cdef object _untag_arguments_holder = dispatch
 cdef object _is_stable = callables.is_stable
 cdef object _lookup = callables.lookup_on_type
+cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_method_descriptor = callables.is_method_descriptor
 
 cdef Py_ssize_t _generation = -1
@@ -243,7 +247,8 @@ dispatch.on_generation_change(_on_generation_change)
 # Slots whose value is a method of the runtime (the rest are operations).
 cdef dict _STRUCTURAL = {
     "resolve": "resolve", "method": "method", "split": "split",
-    "for": "next_step", "with": "enter",
+    "for": "next_step", "with": "enter", "async_with": "async_enter",
+    "caught": "caught",
 }
 
 # Operation sites whose stack order differs from what hooks see:
@@ -354,7 +359,35 @@ cdef tuple _split_selector(selector):
 
 
 cdef class FunctionEntry:
-    cdef object ref, code, defaults, target
+    """A cached decision about a Python function, valid while the function's
+    code, defaults, keyword defaults and names are the ones recorded (the
+    rewritten copy carries them)."""
+
+    cdef object ref, target
+    cdef PyObject *code
+    cdef PyObject *defaults
+    cdef PyObject *kwdefaults
+    cdef PyObject *name
+    cdef PyObject *qualname
+    cdef tuple keep      # holds the recorded objects alive
+
+    cdef record(self, f):
+        cdef PyFunctionObject *function = <PyFunctionObject *>f
+        self.code = function.func_code
+        self.defaults = function.func_defaults
+        self.kwdefaults = function.func_kwdefaults
+        self.name = function.func_name
+        self.qualname = function.func_qualname
+        self.keep = (f.__code__, f.__defaults__, f.__kwdefaults__,
+                     f.__name__, f.__qualname__)
+
+    cdef inline bint matches(self, f):
+        cdef PyFunctionObject *function = <PyFunctionObject *>f
+        return (function.func_code is self.code
+                and function.func_defaults is self.defaults
+                and function.func_kwdefaults is self.kwdefaults
+                and function.func_name is self.name
+                and function.func_qualname is self.qualname)
 
 
 cdef class Forget:
@@ -430,7 +463,6 @@ cdef class Runtime:
 
     cdef object _resolve(self, f):
         cdef PyObject *hit
-        cdef PyObject *defaults
         cdef FunctionEntry entry
         if self._generation != _generation:
             self._reset()
@@ -439,16 +471,12 @@ cdef class Runtime:
             hit = PyDict_GetItemWithError(self._functions, f)
             if hit is not NULL:
                 entry = <FunctionEntry>hit
-                defaults = (<PyFunctionObject *>f).func_defaults
-                if (<PyObject *>entry.code is (<PyFunctionObject *>f).func_code
-                        and (<PyObject *>entry.defaults is defaults
-                             or (defaults is NULL and entry.defaults is None))):
+                if entry.matches(f):
                     return entry.target
             if (<PyFunctionObject *>f).func_closure is not NULL:
                 return self._resolve_closure(f)
             entry = FunctionEntry()
-            entry.code = f.__code__
-            entry.defaults = f.__defaults__
+            entry.record(f)
             entry.target = engine.target(self, f)
             if len(self._functions) >= CACHE_MAX:
                 self._functions.clear()
@@ -489,15 +517,11 @@ cdef class Runtime:
         cached."""
         cdef FunctionEntry entry
         cdef PyObject *found
-        cdef PyObject *defaults = (<PyFunctionObject *>f).func_defaults
         key = PyLong_FromVoidPtr(<void *>f)
         found = PyDict_GetItemWithError(self._closures, key)
         if found is not NULL:
             entry = <FunctionEntry>found
-            if (PyWeakref_GetObject(entry.ref) is <PyObject *>f
-                    and <PyObject *>entry.code is (<PyFunctionObject *>f).func_code
-                    and (<PyObject *>entry.defaults is defaults
-                         or (defaults is NULL and entry.defaults is None))):
+            if PyWeakref_GetObject(entry.ref) is <PyObject *>f and entry.matches(f):
                 return entry.target
         target = engine.target(self, f)
         if (target is not f and type(target) is FunctionType
@@ -506,8 +530,7 @@ cdef class Runtime:
                 self._closures.clear()
             entry = FunctionEntry()
             entry.ref = PyWeakref_NewRef(f, Forget(self._closures, key))
-            entry.code = f.__code__
-            entry.defaults = f.__defaults__
+            entry.record(f)
             entry.target = target
             self._closures[key] = entry
         return target
@@ -551,6 +574,21 @@ cdef class Runtime:
         value = self.call_special(enter, manager)
         return value, Exit(self, exit_, manager)
 
+    def async_enter(self, manager):
+        """``async with manager``: ``(awaitable of __aenter__, exit callable)``."""
+        tp = type(manager)
+        enter = _lookup(tp, "__aenter__")
+        exit_ = _lookup(tp, "__aexit__")
+        if enter is None or exit_ is None:
+            engine.native_async_with_error(manager)
+        value = self.call_special(enter, manager)
+        return value, Exit(self, exit_, manager)
+
+    def caught(self, exception):
+        """At the entry of an exception handler of the program: the caught
+        exception's traceback loses the library's entries."""
+        _remove_library_entries(exception)
+
     def call_special(self, descriptor, obj, /, *args):
         """Call a special method found on ``type(obj)`` as an operation."""
         if _is_method_descriptor(descriptor):
@@ -581,15 +619,14 @@ cdef class Runtime:
         found = self._bodies.get(function)
         if found is not None:
             entry = <FunctionEntry>found
-            if entry.code is function.__code__ and entry.defaults is function.__defaults__:
+            if entry.matches(function):
                 return entry.target
         body = engine.rewritten_function(function, self.kinds, self.slot)
         if function.__closure__ is None:
             if len(self._bodies) >= CACHE_MAX:
                 self._bodies.clear()
             entry = FunctionEntry()
-            entry.code = function.__code__
-            entry.defaults = function.__defaults__
+            entry.record(function)
             entry.target = body
             self._bodies[function] = entry
         return body

@@ -24,6 +24,7 @@ _MethodWrapperType = types.MethodWrapperType
 _NO_SELF = callables.NO_SELF
 _drop_library_entries = callables.drop_library_entries
 _lookup = callables.lookup_on_type
+_remove_library_entries = callables.remove_library_entries
 _generation = dispatch.generation
 _EMPTY = dispatch.Plan.empty
 
@@ -215,6 +216,11 @@ class Runtime:
             _drop_library_entries(exception)
             raise
 
+    def caught(self, exception):
+        """At the entry of an exception handler of the program: the caught
+        exception's traceback loses the library's entries."""
+        _remove_library_entries(exception)
+
     def call_special(self, descriptor, obj, /, *args):
         """Call a special method found on ``type(obj)`` as an operation."""
         if callables.is_method_descriptor(descriptor):
@@ -329,6 +335,7 @@ class Runtime:
 _STRUCTURAL_SLOTS = {
     "resolve": "resolve", "method": "method", "split": "split",
     "for": "next_step", "with": "enter", "async_with": "async_enter",
+    "caught": "caught",
 }
 
 

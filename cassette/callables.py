@@ -215,6 +215,21 @@ def drop_library_entries(exception):
     exception.__traceback__ = tb
 
 
+def remove_library_entries(exception):
+    """Remove every entry of cassette's own frames (Python and Cython) from
+    ``exception``'s traceback, wherever they are in it.  Done where an
+    exception leaves ``overdub`` and where the program catches one."""
+    kept = []
+    tb = exception.__traceback__
+    while tb is not None:
+        if not is_library_code(tb.tb_frame.f_code):
+            kept.append(tb)
+        tb = tb.tb_next
+    for tb, following in zip(kept, kept[1:] + [None]):
+        tb.tb_next = following
+    exception.__traceback__ = kept[0] if kept else None
+
+
 # Kinds of body.
 FUNCTION = "function"              # a Python function: run its rewritten code
 INSTANTIATION = "instantiation"    # a class: __new__ then __init__, each an operation

@@ -48,25 +48,12 @@ def _overdub(ctx, f, /, *args, **kwargs):
     return runtime_of(ctx).run(f, args, kwargs)
 
 
-def strip_library_frames(exception):
-    """Remove cassette's own entries from ``exception.__traceback__``."""
-    kept = []
-    tb = exception.__traceback__
-    while tb is not None:
-        if not callables.is_library_code(tb.tb_frame.f_code):
-            kept.append(tb)
-        tb = tb.tb_next
-    for tb, following in zip(kept, kept[1:] + [None]):
-        tb.tb_next = following
-    exception.__traceback__ = kept[0] if kept else None
-
-
 try:
     from ._core import make_entry
 except ImportError:  # not built: the entry keeps its own frame
     overdub = _overdub
 else:
-    overdub = make_entry(_overdub, strip_library_frames, __name__)
+    overdub = make_entry(_overdub, callables.remove_library_entries, __name__)
 callables.register_nested_entry(overdub)
 callables.register_nested_entry(_overdub)
 

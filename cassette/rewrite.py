@@ -79,6 +79,7 @@ _STRUCTURAL_ROWS = {
     "getslice": Intercept.SUBSCRIPTS, "setslice": Intercept.SUBSCRIPTS,
     "for": Intercept.ITERATION, "with": Intercept.WITH,
     "async_with": Intercept.WITH,
+    "caught": Intercept.CALLS,
 }
 
 
@@ -264,6 +265,14 @@ def _emit_site(site, instr, tags, out):
         out.append(LAYER.jump_forward_if_false(proceed, loc))
         out += LAYER.for_exhausted(site.detail, loc)
         out.append(proceed)
+        return True
+    if kind == "caught":
+        # An exception handler's entry: the program may look at the caught
+        # exception's traceback, so the library's entries leave it here.
+        out.append(instr)
+        out.append(Instr("COPY", 1, location=loc))
+        out += call(Slot("caught"), 1, loc)
+        out.append(Instr("POP_TOP", location=loc))
         return True
     if kind == "with" or kind == "async_with":
         out += call(Slot(kind), 1, loc)

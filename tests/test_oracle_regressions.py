@@ -155,10 +155,6 @@ def test_reraise_in_finally_inside_except(ctx):
 # test_exceptions.PEP626Tests, test_raise.TestTracebackType.test_attrs and
 # test_contextlib's traceback tests read the tracebacks of exceptions the
 # program catches: cassette's own frames must not be in them.
-@pytest.mark.xfail(
-    sys.modules["cassette.entry"].IMPLEMENTATION == "cython", strict=False,
-    reason="the Cython core's functions still add traceback entries "
-           "(cassette._core.*) to exceptions passing through them")
 def test_tracebacks_caught_by_the_program_show_only_its_frames(ctx):
     import traceback
 
@@ -231,9 +227,6 @@ def test_call_around_an_async_comprehension(ctx):
 # test_generators.test_name: a generator takes its names from the function
 # when called; the rewritten body copied them, and a cache kept a stale copy
 # after the program renamed the function.  Keyword defaults likewise.
-@pytest.mark.xfail(
-    sys.modules["cassette.entry"].IMPLEMENTATION == "cython", strict=False,
-    reason="the Cython core's function cache checks only __code__ and __defaults__")
 def test_renamed_function_and_new_keyword_defaults(ctx):
     def gen(*, k=1):
         yield k

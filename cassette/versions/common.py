@@ -191,6 +191,8 @@ class Layer:
             return Site("for", detail=instr.arg)
         if name == "BEFORE_WITH":
             return Site("with")
+        if name == "PUSH_EXC_INFO":
+            return Site("caught")
         if name == "BEFORE_ASYNC_WITH":
             return Site("async_with")
         return self._call_site(instr, following)
