@@ -25,7 +25,8 @@ import json
 import math
 import sys
 
-VARIANTS = ("plain", "recursion-only", "prehook", "setprofile", "monitoring")
+VARIANTS = ("plain", "recursion-only", "prehook", "counting-prehook",
+            "setprofile", "monitoring")
 
 
 class Run:

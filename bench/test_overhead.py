@@ -9,7 +9,11 @@ pytest-benchmark group, so their timings print side by side.  Variants:
                     an ``execute`` override for a function no workload calls:
                     full recursion into every callee, no hook ever matches;
 ``prehook``         ``cassette.overdub`` with a no-op catch-all ``prehook``
-                    (every operation of SPEC §3.1 is intercepted);
+                    (cassette proves it does nothing and never calls it, as
+                    Cassette.jl's compiler inlines it away);
+``counting-prehook`` a catch-all ``prehook`` that counts operations: every
+                    operation of SPEC §3.1 is intercepted and a Python hook
+                    runs for each;
 ``setprofile``      ``sys.setprofile`` with a Python callback counting calls;
 ``monitoring``      ``sys.monitoring`` (3.12+) counting PY_START and CALL
                     events.
@@ -31,7 +35,8 @@ import pytest
 import cassette
 from workloads import WORKLOAD_NAMES
 
-VARIANTS = ("plain", "recursion-only", "prehook", "setprofile", "monitoring")
+VARIANTS = ("plain", "recursion-only", "prehook", "counting-prehook",
+            "setprofile", "monitoring")
 
 
 # --------------------------------------------------------------------------
@@ -60,6 +65,13 @@ class PrehookCtx(cassette.Context):
         pass
 
 
+class CountingPrehookCtx(cassette.Context):
+    """A catch-all prehook that does something: counts every operation."""
+
+    def prehook(self, f, *args, **kwargs):
+        self.metadata[0] += 1
+
+
 # --------------------------------------------------------------------------
 # Variants: each returns (run, events) where run() calls the workload once
 # and events() is the number of events the instrumentation saw (or None).
@@ -75,6 +87,12 @@ def overdub_variant(ctx_type):
         overdub = cassette.overdub
         return (lambda: overdub(ctx, func, *args)), None
     return variant
+
+
+def counting_variant(func, args):
+    ctx = CountingPrehookCtx(metadata=[0])
+    overdub = cassette.overdub
+    return (lambda: overdub(ctx, func, *args)), (lambda: ctx.metadata[0])
 
 
 def setprofile_variant(func, args):
@@ -138,6 +156,7 @@ VARIANT_FACTORIES = {
     "plain": plain_variant,
     "recursion-only": overdub_variant(NeverCtx),
     "prehook": overdub_variant(PrehookCtx),
+    "counting-prehook": counting_variant,
     "setprofile": setprofile_variant,
     "monitoring": monitoring_variant,
 }
