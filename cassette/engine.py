@@ -40,16 +40,15 @@ def check_arguments(ctx, f):
 def intercepted_rows(ctx_type):
     """The rows of SPEC §3.1 whose sites must be rewritten for ``ctx_type``:
     those the class does not narrow away and that some handler could match.
-    Calls are always rewritten: recursion happens at calls."""
+    Calls and ``with`` blocks are always rewritten: recursion happens at
+    calls, and a ``with`` block calls ``__enter__``/``__exit__`` — left to
+    the interpreter, a Python context manager's methods (and everything they
+    call, e.g. all of ``asyncio.run``) would run un-rewritten."""
     narrowed = getattr(ctx_type, "intercept", Intercept.ALL)
-    rows = Intercept.CALLS
+    rows = Intercept.CALLS | Intercept.WITH
     for row in _OPTIONAL_ROWS:
         if row & narrowed and dispatch.could_match(ctx_type, ROW_CALLEES[row]):
             rows |= row
-    # `with` sites report the manager's own __enter__/__exit__, which any
-    # handler with a specific callee might name.
-    if Intercept.WITH & narrowed and dispatch.has_any_handler(ctx_type):
-        rows |= Intercept.WITH
     return rows
 
 

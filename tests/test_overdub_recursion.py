@@ -453,3 +453,70 @@ def test_async_comprehension_and_async_with_inside_overdub():
     assert asyncio.run(cassette.overdub(ctx, main)) == [0, 1]
     for tag in (-70, -71, -80, -81):
         assert saw(ctx.metadata, tag), tag
+
+
+# -- with blocks are recursion points even for a context without handlers -----------
+
+def _escapes(ctx, fn, *args):
+    """``(result, escapes)`` of ``overdub(ctx, fn, *args)``, counting frames
+    of the program that ran un-rewritten (see tests/cpython_oracle.py)."""
+    from cpython_oracle import EscapeCounter
+
+    counter = EscapeCounter()
+    counter.depth = 1
+    counter.start()
+    try:
+        out = cassette.overdub(ctx, fn, *args)
+    finally:
+        counter.stop()
+    return out, dict(counter.escapes)
+
+
+class Managed:
+    def __init__(self):
+        self.log = []
+
+    def __enter__(self):
+        self.log.append(len(self.log))
+        return self
+
+    def __exit__(self, et, ev, tb):
+        self.log.append(marker(-90))
+        return False
+
+
+def with_program(m):
+    with m:
+        marker(-91)
+    return m.log
+
+
+def test_with_block_methods_run_overdubbed_in_a_context_without_handlers():
+    class Nothing(cassette.Context):
+        pass
+
+    out, escapes = _escapes(Nothing(), with_program, Managed())
+    assert out == [0, 90]
+    assert escapes == {}
+
+
+def test_handler_registered_inside_a_with_block_applies_in_exit():
+    class Late(cassette.Context):
+        pass
+
+    def arm():
+        @cassette.execute.register(Late, marker)
+        def _(ctx, f, x):
+            return "replaced"
+        return _
+
+    def prog(m):
+        with m:
+            handler = arm()
+        return m.log, handler
+
+    log, handler = cassette.overdub(Late(), prog, Managed())
+    try:
+        assert log == [0, "replaced"]
+    finally:
+        cassette.execute.unregister(handler)
