@@ -18,8 +18,9 @@ class Intercept(enum.Flag):
     """Which rows of SPEC §3.1 a context class intercepts.
 
     Set ``intercept`` on a context class to narrow it; the default is
-    ``Intercept.ALL``.  Calls are always intercepted, because recursion into
-    callees happens at calls.  Narrowing only makes overdubbing cheaper:
+    ``Intercept.ALL``.  Calls and ``with`` blocks are always intercepted,
+    because recursion into callees happens there (a ``with`` block calls
+    ``__enter__``/``__exit__``).  Narrowing only makes overdubbing cheaper:
     whatever is intercepted behaves exactly as specified.
     """
 
