@@ -16,6 +16,7 @@ from . import callables, dispatch, engine
 from ._singletons import OverdubInstead
 from .operations import OPERATIONS
 from .rewrite import EXHAUSTED
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType

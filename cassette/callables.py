@@ -14,6 +14,8 @@ import os
 import sys
 import types
 
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+
 BuiltinMethodType = types.BuiltinMethodType
 FunctionType = types.FunctionType
 MethodType = types.MethodType

@@ -46,6 +46,7 @@ import types
 from . import dispatch as _dispatch
 from .operations import Intercept
 from .passes import NoPass, Pass
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 __all__ = ["ContextMeta", "Context", "context", "similarcontext"]
 

@@ -90,6 +90,7 @@ from operator import attrgetter
 
 from . import callables
 from ._singletons import ANY, OverdubInstead
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 __all__ = [
     "ANY", "Vararg", "GenericHook", "prehook", "posthook", "execute", "fallback",

@@ -17,6 +17,7 @@ from . import callables, dispatch
 from .operations import OPERATIONS, ROW_CALLEES, Intercept
 from .rewrite import kinds_for, template_for
 from .versions import LAYER
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 _EMPTY = dispatch.Plan.empty
 

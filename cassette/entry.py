@@ -14,6 +14,7 @@ import sys
 
 from . import callables
 from .engine import check_arguments
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 if os.environ.get("CASSETTE_PURE_PYTHON", "") not in ("", "0"):
     from ._pyruntime import Runtime

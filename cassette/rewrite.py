@@ -38,6 +38,7 @@ from bytecode import Bytecode, Instr, Label, TryBegin
 from .operations import OPERATIONS, Intercept
 from .versions import LAYER
 from .versions.common import Tag
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
 class Slot:

@@ -240,3 +240,31 @@ def test_renamed_function_and_new_keyword_defaults(ctx):
         return first, g.__name__, g.__qualname__, next(g)
 
     assert cassette.overdub(ctx, program) == (1, "renamed", "Renamed", 2)
+
+
+# test_functools.test_lru_reentrancy_with_len replaces builtins.len with an
+# lru_cache of it: cassette's own len(dict) calls then failed (unhashable).
+# (Code first rewritten meanwhile still runs the bytecode package with the
+# program's builtins; the loop below avoids 3.11's comprehension function.)
+def test_program_replacing_a_builtin_does_not_break_cassette(ctx):
+    import builtins
+    import functools
+
+    def make():
+        def fresh(n):      # a new function of already rewritten code: a cache miss
+            return n
+        return fresh
+
+    def program():
+        make()(0)
+        real = builtins.len
+        builtins.len = functools.lru_cache(4)(real)
+        try:
+            out = ()       # hashable, like everything the Touching hook's len sees
+            for i in (0, 1, 1, 2):
+                out += (make()(len("a" * i)),)
+            return out
+        finally:
+            builtins.len = real
+
+    assert cassette.overdub(ctx, program) == (0, 1, 1, 2)

@@ -23,6 +23,7 @@ import enum
 from bytecode import Instr, Label
 
 from ..operations import BINARY_NAMES, COMPARE_NAMES, INPLACE_NAMES
+from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
 class Tag(enum.Enum):

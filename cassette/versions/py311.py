@@ -3,6 +3,7 @@
 from bytecode import Instr
 
 from .common import Layer, Site, Tag, _below_null_resolution, swap_below
+from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
 _COMPREHENSION_NAMES = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})

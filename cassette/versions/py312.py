@@ -5,6 +5,7 @@ from bytecode import Instr
 from bytecode.instr import Intrinsic1Op
 
 from .common import Layer, Site, Tag, _below_null_resolution, swap_below
+from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
 class Layer312(Layer):

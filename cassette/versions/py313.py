@@ -5,6 +5,7 @@ from bytecode import Instr
 from bytecode.instr import Intrinsic1Op
 
 from .common import Layer, Site, Tag, swap_below
+from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 _CAST_SUFFIX = "_CAST"
 _CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED
