@@ -107,12 +107,21 @@ class Counter:
 
 
 class Touching(cassette.Context):
-    """A context whose catch-all prehook touches every operation."""
+    """A context whose catch-all prehook touches every operation.
+
+    It calls the builtins ``type`` and ``len`` as they were when this module
+    was imported: a test that replaces ``builtins.len`` (test_functools
+    does, with an ``lru_cache`` that cannot hash a dict) changes the
+    program's ``len``, and a hook is not part of the program."""
 
     def prehook(self, f, *args, **kwargs):
         self.metadata.count += 1
-        type(f)
-        len(args)
+        _type(f)
+        _len(args)
+
+
+_type = type
+_len = len
 
 
 def touching():
