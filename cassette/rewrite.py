@@ -382,12 +382,34 @@ def template_for(code, kinds):
     key = (id(code), kinds)
     entry = _templates.get(key)
     if entry is None:
-        # The exception table's stack depths seed the stack simulation of
-        # handlers (3.12's inlined comprehensions keep values below them).
-        bytecode = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
-        rewrite_bytecode(bytecode, kinds)
-        entry = _templates[key] = (code, Template(assemble(bytecode)))
+        try:
+            # The exception table's stack depths seed the stack simulation of
+            # handlers (3.12's inlined comprehensions keep values below them).
+            bytecode = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+        except Exception as error:
+            # The bytecode package cannot represent every code object (3.13:
+            # a comprehension variable that is a cell while the same name is
+            # a free variable of the function).  Such code runs as it is: an
+            # escape, recorded, rather than a program that fails.
+            _note_unrewritable(code, error)
+            rewritten = code
+        else:
+            rewrite_bytecode(bytecode, kinds)
+            rewritten = assemble(bytecode)
+        entry = _templates[key] = (code, Template(rewritten))
     return entry[1]
+
+
+#: Code objects cassette could not rewrite and runs un-rewritten:
+#: ``"file:line qualname"`` -> the error (the most recent 100).
+UNREWRITABLE = {}
+
+
+def _note_unrewritable(code, error):
+    if len(UNREWRITABLE) >= 100:
+        del UNREWRITABLE[next(iter(UNREWRITABLE))]
+    UNREWRITABLE[f"{code.co_filename}:{code.co_firstlineno} {code.co_qualname}"] = (
+        f"{type(error).__name__}: {error}")
 
 
 def assemble(bytecode):

@@ -268,3 +268,19 @@ def test_program_replacing_a_builtin_does_not_break_cassette(ctx):
             builtins.len = real
 
     assert cassette.overdub(ctx, program) == (0, 1, 1, 2)
+
+
+# test_listcomps.test_cell_inner_free_outer (3.13): the bytecode package
+# cannot decompile a function whose inlined comprehension makes a cell of a
+# name that is also one of the function's free variables.  Such code runs
+# un-rewritten instead of failing.
+def test_code_the_bytecode_package_cannot_read_still_runs(ctx):
+    def outer():
+        x = ...
+
+        def f():
+            return [lambda: x for x in (x, [1])[1]]
+
+        return [fn() for fn in f()]
+
+    assert cassette.overdub(ctx, outer) == [1]
