@@ -392,6 +392,10 @@ def main(argv):
             if verbose and lost:
                 print(describe(name, label, lost))
         print(" | ".join(row), flush=True)
+    if count_escapes:
+        from cassette.rewrite import UNREWRITABLE
+        for where, error in UNREWRITABLE.items():
+            print(f"    not rewritable (runs as is): {where}: {error}")
     return 1 if total else 0
 
 
