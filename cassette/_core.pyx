@@ -566,21 +566,19 @@ cdef class Runtime:
 
     def enter(self, manager):
         """``with manager``: ``(value of __enter__, exit callable)``."""
-        tp = type(manager)
-        enter = _lookup(tp, "__enter__")
-        exit_ = _lookup(tp, "__exit__")
-        if enter is None or exit_ is None:
-            engine.native_with_error(manager)
-        value = self.call_special(enter, manager)
-        return value, Exit(self, exit_, manager)
+        return self._enter(manager, "__enter__", "__exit__", engine.native_with_error)
 
     def async_enter(self, manager):
         """``async with manager``: ``(awaitable of __aenter__, exit callable)``."""
+        return self._enter(manager, "__aenter__", "__aexit__",
+                           engine.native_async_with_error)
+
+    cdef tuple _enter(self, manager, enter_name, exit_name, native_error):
         tp = type(manager)
-        enter = _lookup(tp, "__aenter__")
-        exit_ = _lookup(tp, "__aexit__")
+        enter = _lookup(tp, enter_name)
+        exit_ = _lookup(tp, exit_name)
         if enter is None or exit_ is None:
-            engine.native_async_with_error(manager)
+            native_error(manager)
         value = self.call_special(enter, manager)
         return value, Exit(self, exit_, manager)
 
