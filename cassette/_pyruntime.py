@@ -16,7 +16,10 @@ from . import callables, dispatch, engine
 from ._singletons import OverdubInstead
 from .operations import OPERATIONS
 from .rewrite import EXHAUSTED
-from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+# Bound at import, while this module's frames keep the program's builtins
+# (see cassette/_builtins.py).
+from ._builtins import (AttributeError, BaseException, StopIteration,
+    getattr, hasattr, id, len, next, object, slice, tuple, type)
 
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType

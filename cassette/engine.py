@@ -17,7 +17,11 @@ from . import callables, dispatch
 from .operations import OPERATIONS, ROW_CALLEES, Intercept
 from .rewrite import kinds_for, template_for
 from .versions import LAYER
-from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+# Bound at import, while this module's frames keep the program's builtins
+# (see cassette/_builtins.py).
+from ._builtins import (AssertionError, BaseException, TypeError, callable,
+    compile, dict, eval, exec, getattr, isinstance, memoryview, staticmethod,
+    str, type)
 
 _EMPTY = dispatch.Plan.empty
 

@@ -284,3 +284,36 @@ def test_code_the_bytecode_package_cannot_read_still_runs(ctx):
         return [fn() for fn in f()]
 
     assert cassette.overdub(ctx, outer) == [1]
+
+
+# test_iter.test_reduce_mutating_builtins_iter: an iterator's __reduce__
+# looks `iter` up in the builtins of the frame calling it.  The pure
+# runtime's frames that call into the program (3.11/3.12 call `it.m()`
+# through one) must keep the program's builtins, not cassette's snapshot.
+def test_c_functions_called_for_the_program_see_its_builtins(ctx):
+    import builtins
+
+    namespace = builtins.__dict__
+
+    def program():
+        it = iter("xyz")
+        original = namespace["iter"]
+
+        class Key:
+            def __hash__(self):
+                return hash("iter")
+
+            def __eq__(self, other):
+                list(it)                  # exhausts the iterator
+                return other == "iter"
+
+        del namespace["iter"]
+        namespace[Key()] = original
+        try:
+            return it.__reduce__()
+        finally:
+            for key in [k for k in namespace if type(k) is Key]:
+                del namespace[key]
+            namespace["iter"] = original
+
+    assert cassette.overdub(ctx, program) == (iter, ("",))
