@@ -31,6 +31,7 @@ container)``, ``setitem`` gets ``(value, obj, index)``, ``setattr`` gets
 its operands in source order.
 """
 
+import sys
 import types
 
 from bytecode import Bytecode, Instr, Label, TryBegin
@@ -382,22 +383,38 @@ def template_for(code, kinds):
     key = (id(code), kinds)
     entry = _templates.get(key)
     if entry is None:
+        # Rewriting is cassette's work, not the program's: it must not spend
+        # the program's recursion budget (a program running near its limit,
+        # as CPython's recursion tests do, would fail in the middle of it).
+        sys.setrecursionlimit(sys.getrecursionlimit() + _REWRITE_FRAMES)
         try:
-            # The exception table's stack depths seed the stack simulation of
-            # handlers (3.12's inlined comprehensions keep values below them).
-            bytecode = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
-        except Exception as error:
-            # The bytecode package cannot represent every code object (3.13:
-            # a comprehension variable that is a cell while the same name is
-            # a free variable of the function).  Such code runs as it is: an
-            # escape, recorded, rather than a program that fails.
-            _note_unrewritable(code, error)
-            rewritten = code
-        else:
-            rewrite_bytecode(bytecode, kinds)
-            rewritten = assemble(bytecode)
+            rewritten = _rewritten_code(code, kinds)
+        finally:
+            sys.setrecursionlimit(sys.getrecursionlimit() - _REWRITE_FRAMES)
         entry = _templates[key] = (code, Template(rewritten))
     return entry[1]
+
+
+#: Frames the rewriting of a code object may use beyond the program's limit.
+_REWRITE_FRAMES = 200
+
+
+def _rewritten_code(code, kinds):
+    try:
+        # The exception table's stack depths seed the stack simulation of
+        # handlers (3.12's inlined comprehensions keep values below them).
+        bytecode = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+    except (RecursionError, MemoryError):
+        raise           # transient: the code may well be rewritable later
+    except Exception as error:
+        # The bytecode package cannot represent every code object (3.13: a
+        # comprehension variable that is a cell while the same name is a
+        # free variable of the function).  Such code runs as it is: an
+        # escape, recorded, rather than a program that fails.
+        _note_unrewritable(code, error)
+        return code
+    rewrite_bytecode(bytecode, kinds)
+    return assemble(bytecode)
 
 
 #: Code objects cassette could not rewrite and runs un-rewritten:
