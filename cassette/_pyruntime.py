@@ -195,13 +195,8 @@ class Runtime:
     def enter(self, manager):
         """``with manager``: ``(value of __enter__, exit callable)``."""
         try:
-            tp = type(manager)
-            enter = _lookup(tp, "__enter__")
-            exit_ = _lookup(tp, "__exit__")
-            if enter is None or exit_ is None:
-                engine.native_with_error(manager)
-            value = self.call_special(enter, manager)
-            return value, Exit(self, exit_, manager)
+            return self._enter(manager, "__enter__", "__exit__",
+                               engine.native_with_error)
         except BaseException as exception:
             _drop_library_entries(exception)
             raise
@@ -209,16 +204,20 @@ class Runtime:
     def async_enter(self, manager):
         """``async with manager``: ``(awaitable of __aenter__, exit callable)``."""
         try:
-            tp = type(manager)
-            enter = _lookup(tp, "__aenter__")
-            exit_ = _lookup(tp, "__aexit__")
-            if enter is None or exit_ is None:
-                engine.native_async_with_error(manager)
-            value = self.call_special(enter, manager)
-            return value, Exit(self, exit_, manager)
+            return self._enter(manager, "__aenter__", "__aexit__",
+                               engine.native_async_with_error)
         except BaseException as exception:
             _drop_library_entries(exception)
             raise
+
+    def _enter(self, manager, enter_name, exit_name, native_error):
+        tp = type(manager)
+        enter = _lookup(tp, enter_name)
+        exit_ = _lookup(tp, exit_name)
+        if enter is None or exit_ is None:
+            native_error(manager)
+        value = self.call_special(enter, manager)
+        return value, Exit(self, exit_, manager)
 
     def caught(self, exception):
         """At the entry of an exception handler of the program: the caught
