@@ -205,6 +205,189 @@ cdef extern from *:
     object cassette_make_entry(object state, object module_name)
 
 
+cdef extern from *:
+    """
+    /* Routing.  The interpreter calls Python functions on its own -- the
+       Python __add__ behind `a + b`, a sort key, a property getter, an
+       __init_subclass__ -- through the function's vectorcall entry.  A
+       *routed* function has that entry replaced by cassette_trampoline,
+       which asks on whose behalf the call is made: when the running frame
+       (past cassette's own frames) runs rewritten code, the call is an
+       operation of that code's runtime and its body runs overdubbed;
+       otherwise the function runs exactly as it always does.  Routing
+       changes nothing a program can observe: the function object, its code
+       and its attributes stay the same.
+
+       The barrier: while a runtime runs one of its context's handlers, the
+       frame that was running stays the running frame for any C code the
+       handler is (a builtin hook such as print), and calls made there are
+       the handler's, not the program's (SPEC 3.2). */
+    #if defined(_MSC_VER)
+    #define CASSETTE_THREAD_LOCAL __declspec(thread)
+    #else
+    #define CASSETTE_THREAD_LOCAL _Thread_local
+    #endif
+
+    static CASSETTE_THREAD_LOCAL void *cassette_barrier = NULL;
+    static PyTypeObject *cassette_runtime_type = NULL;
+    /* The interpreter's own vectorcall entry of Python functions (read
+       from a function at install: 3.13 no longer exports its name). */
+    static vectorcallfunc cassette_function_vectorcall = NULL;
+    static PyObject *cassette_acting_codes = NULL;
+    static PyObject *(*cassette_redirect)(PyObject *, PyObject *, PyObject *const *,
+                                          size_t, PyObject *) = NULL;
+
+    static inline void *cassette_current_frame(void) {
+        PyThreadState *ts = PyThreadState_Get();
+    #if PY_VERSION_HEX >= 0x030D0000
+        return (void *)ts->current_frame;
+    #else
+        return (void *)ts->cframe->current_frame;
+    #endif
+    }
+
+    static inline void *cassette_set_barrier(void *frame) {
+        void *previous = cassette_barrier;
+        cassette_barrier = frame;
+        return previous;
+    }
+
+    /* The runtime a code object was rewritten for (its last constant), or
+       NULL; borrowed. */
+    static inline PyObject *cassette_code_runtime(PyCodeObject *code) {
+        PyObject *consts = code->co_consts;
+        Py_ssize_t n = PyTuple_GET_SIZE(consts);
+        if (n == 0 || cassette_runtime_type == NULL) return NULL;
+        PyObject *last = PyTuple_GET_ITEM(consts, n - 1);
+        return Py_TYPE(last) == cassette_runtime_type ? last : NULL;
+    }
+
+    /* The first fields of a frame object, the same in 3.11-3.13: the
+       interpreter frame it shows, compared with the barrier. */
+    typedef struct {
+        PyObject_HEAD
+        PyFrameObject *f_back;
+        void *f_frame;
+    } CassetteFramePrefix;
+
+    /* Is `code` one of the library's functions acting for the program (its
+       frames are looked past)? */
+    static inline int cassette_acts_for_program(PyCodeObject *code) {
+        if (cassette_acting_codes == NULL) return 0;
+        Py_ssize_t n = PyTuple_GET_SIZE(cassette_acting_codes);
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (PyTuple_GET_ITEM(cassette_acting_codes, i) == (PyObject *)code) return 1;
+        return 0;
+    }
+
+    /* The runtime on whose behalf `frame` (a new reference, consumed) runs:
+       the runtime of its code if it was rewritten, else -- when it is one
+       of the library's functions acting for the program -- that of the
+       frame that called it; NULL when the program is not being overdubbed
+       there or when the frame is a handler's (the barrier). */
+    static PyObject *cassette_runtime_from(PyFrameObject *frame) {
+        while (frame != NULL) {
+            if (((CassetteFramePrefix *)frame)->f_frame == cassette_barrier) break;
+            PyCodeObject *code = PyFrame_GetCode(frame);
+            PyObject *runtime = cassette_code_runtime(code);
+            int acting = runtime == NULL && cassette_acts_for_program(code);
+            Py_DECREF(code);
+            if (runtime != NULL) {
+                Py_INCREF(runtime);
+                Py_DECREF(frame);
+                return runtime;
+            }
+            if (!acting) break;
+            PyFrameObject *back = PyFrame_GetBack(frame);
+            Py_DECREF(frame);
+            frame = back;
+        }
+        Py_XDECREF(frame);
+        return NULL;
+    }
+
+    /* The runtime on whose behalf the running frame runs (a new reference),
+       or NULL, with an exception set only on failure. */
+    static PyObject *cassette_running_runtime(void) {
+        PyFrameObject *frame = PyEval_GetFrame();
+        if (frame == NULL) return NULL;
+        Py_INCREF(frame);
+        return cassette_runtime_from(frame);
+    }
+
+    /* For Python: the runtime on whose behalf `frame` runs, or None. */
+    static PyObject *cassette_frame_runtime(PyObject *frame) {
+        Py_INCREF(frame);
+        PyObject *runtime = cassette_runtime_from((PyFrameObject *)frame);
+        if (runtime == NULL && !PyErr_Occurred()) {
+            Py_INCREF(Py_None);
+            return Py_None;
+        }
+        return runtime;
+    }
+
+    static PyObject *cassette_trampoline(PyObject *func, PyObject *const *args,
+                                         size_t nargsf, PyObject *kwnames) {
+        void *current = cassette_current_frame();
+        if (current != NULL && current != cassette_barrier && cassette_redirect != NULL) {
+            PyObject *runtime = cassette_running_runtime();
+            if (runtime != NULL) {
+                PyObject *result = cassette_redirect(runtime, func, args, nargsf, kwnames);
+                Py_DECREF(runtime);
+                return result;
+            }
+            if (PyErr_Occurred()) return NULL;
+        }
+        return cassette_function_vectorcall(func, args, nargsf, kwnames);
+    }
+
+    /* Route a Python function: 1 if done now, 0 if it was routed already or
+       has a vectorcall entry of its own (another tool's). */
+    static int cassette_route_function(PyObject *func) {
+        if (Py_TYPE(func) != &PyFunction_Type) return 0;
+        PyFunctionObject *f = (PyFunctionObject *)func;
+        if (f->vectorcall != cassette_function_vectorcall || f->vectorcall == NULL) return 0;
+    #if PY_VERSION_HEX >= 0x030C0000
+        /* Also stops the interpreter from inlining calls of it. */
+        PyFunction_SetVectorcall(f, cassette_trampoline);
+    #else
+        f->vectorcall = cassette_trampoline;
+    #endif
+        return 1;
+    }
+
+    static inline int cassette_is_routed(PyObject *func) {
+        return Py_TYPE(func) == &PyFunction_Type
+            && ((PyFunctionObject *)func)->vectorcall == cassette_trampoline;
+    }
+
+    static PyObject *cassette_plain_call(PyObject *func, PyObject *const *args,
+                                         size_t nargsf, PyObject *kwnames) {
+        return cassette_function_vectorcall(func, args, nargsf, kwnames);
+    }
+
+    /* Installed at import: the runtime type, the code objects of the
+       library's functions that act for the program (a tuple the module
+       keeps alive) and the function running a routed call as an operation. */
+    static void cassette_install_routing(PyObject *runtime_type, PyObject *acting_codes,
+                                         void *redirect, PyObject *sample_function) {
+        cassette_function_vectorcall = ((PyFunctionObject *)sample_function)->vectorcall;
+        cassette_runtime_type = (PyTypeObject *)runtime_type;
+        cassette_acting_codes = acting_codes;
+        cassette_redirect = (PyObject *(*)(PyObject *, PyObject *, PyObject *const *,
+                                           size_t, PyObject *))redirect;
+    }
+    """
+    void *cassette_current_frame()
+    void *cassette_set_barrier(void *frame)
+    void cassette_install_routing(object runtime_type, object acting_codes, void *redirect,
+                                  object sample_function)
+    object cassette_frame_runtime(object frame)
+    int cassette_route_function(object func)
+    bint cassette_is_routed(object func)
+    object cassette_plain_call(object func, PyObject **args, size_t nargsf, PyObject *kwnames)
+
+
 def make_entry(implementation, strip, module_name):
     """``cassette.overdub``: a C function calling ``implementation`` that, when
     it raises, first calls ``strip(exception)`` to tidy its traceback."""
@@ -325,28 +508,41 @@ cdef class Protocol:
         cdef object ctx = runtime.ctx
         cdef object handler
         cdef object out = _OverdubInstead
-        handler = _select(self.pre_fixed, self.pre_sel, ctx, args)
-        if handler is not None:
-            runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
-        handler = _select(self.exe_fixed, self.exe_sel, ctx, args)
-        if handler is not None:
-            out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
-        if out is _OverdubInstead:
-            if body is not None:
-                cassette_recursion_credit(1)
-                try:
-                    out = _call_tuple(body, args, kwargs)
-                finally:
-                    cassette_recursion_credit(-1)
-            else:
-                handler = _select(self.fb_fixed, self.fb_sel, ctx, args)
-                if handler is not None:
-                    out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+        # Handlers (and selectors) run behind the barrier: what the
+        # interpreter calls for them is theirs, not the program's.
+        cdef void *frame = cassette_current_frame()
+        cdef void *outer = cassette_set_barrier(frame)
+        try:
+            handler = _select(self.pre_fixed, self.pre_sel, ctx, args)
+            if handler is not None:
+                runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+            handler = _select(self.exe_fixed, self.exe_sel, ctx, args)
+            if handler is not None:
+                out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+            if out is _OverdubInstead:
+                if body is not None:
+                    cassette_set_barrier(outer)
+                    cassette_recursion_credit(1)
+                    try:
+                        out = _call_tuple(body, args, kwargs)
+                    finally:
+                        cassette_recursion_credit(-1)
+                        cassette_set_barrier(frame)
                 else:
-                    out = runtime.primitive(primitive, args, kwargs)
-        handler = _select(self.post_fixed, self.post_sel, ctx, args)
-        if handler is not None:
-            runtime.invoke(handler, ctx, out, callee, 3, args, kwargs)
+                    handler = _select(self.fb_fixed, self.fb_sel, ctx, args)
+                    if handler is not None:
+                        out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+                    else:
+                        cassette_set_barrier(outer)
+                        try:
+                            out = runtime.primitive(primitive, args, kwargs)
+                        finally:
+                            cassette_set_barrier(frame)
+            handler = _select(self.post_fixed, self.post_sel, ctx, args)
+            if handler is not None:
+                runtime.invoke(handler, ctx, out, callee, 3, args, kwargs)
+        finally:
+            cassette_set_barrier(outer)
         return out
 
 
@@ -447,6 +643,8 @@ cdef class Runtime:
         """The callable bound into rewritten code for slot ``name``."""
         value = self._slots.get(name)
         if value is None:
+            if name == "runtime":
+                return self
             if name in _STRUCTURAL:
                 value = getattr(self, _STRUCTURAL[name])
             else:
@@ -807,3 +1005,40 @@ cdef class OperationSite:
     def call4(self, a, b, c, d):
         # setslice: (value, obj, start, stop)
         return self._operate((b, slice(c, d), a))
+
+
+# -- routing (see the comment on cassette_trampoline) -----------------------
+
+cdef object _redirect(object runtime, object func, PyObject **args, size_t nargsf,
+                      PyObject *kwnames):
+    """A routed function called by the interpreter on behalf of rewritten
+    code: an operation of that code's runtime."""
+    target = (<Runtime>runtime)._resolve(func)
+    if target is func:
+        return cassette_plain_call(func, args, nargsf, kwnames)
+    return PyObject_Vectorcall(target, args, nargsf, kwnames)
+
+
+cdef tuple _ACTING_CODES = callables.acting_for_program_codes()
+# Any Python function shows the interpreter's vectorcall entry.
+assert type(callables.lookup_on_type) is FunctionType
+cassette_install_routing(Runtime, _ACTING_CODES, <void *>_redirect, callables.lookup_on_type)
+
+
+def route(function):
+    """Route ``function`` (a Python function): from now on, when the
+    interpreter calls it on behalf of overdubbed code, it runs overdubbed.
+    True if it was routed by this call."""
+    return cassette_route_function(function) == 1
+
+
+def is_routed(function):
+    """True when ``function`` is routed."""
+    return cassette_is_routed(function)
+
+
+def frame_runtime(frame):
+    """The runtime on whose behalf ``frame`` runs, or None: the runtime its
+    code was rewritten for, looking past the library's frames that act for
+    the program, and None for the frame running a handler."""
+    return cassette_frame_runtime(frame)

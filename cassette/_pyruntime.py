@@ -68,6 +68,8 @@ class Runtime:
         """The callable bound into rewritten code for slot ``name``."""
         value = self._slots.get(name)
         if value is None:
+            if name == "runtime":
+                return self
             if name in _STRUCTURAL_SLOTS:
                 value = getattr(self, _STRUCTURAL_SLOTS[name])
             else:

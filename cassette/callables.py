@@ -198,6 +198,25 @@ def is_library_code(code):
             or filename.startswith(_CORE_PREFIX))
 
 
+_acting_for_program = []
+
+
+def acts_for_program(function):
+    """Mark one of the library's functions as acting for the program: it
+    is a body (SPEC §3.3) that calls the program's code on the program's
+    behalf — not machinery deciding what to do, nor a runner of handlers.
+    Code the interpreter calls implicitly under such a function belongs to
+    the program that called it (it is routed to that program's runtime and
+    counted as the program's by the escape counter).  Returns ``function``."""
+    _acting_for_program.append(function.__code__)
+    return function
+
+
+def acting_for_program_codes():
+    """The code objects of the functions marked by :func:`acts_for_program`."""
+    return tuple(_acting_for_program)
+
+
 # Cython names the core's traceback entries by this relative path.
 _CORE_PREFIX = os.path.join("cassette", "_core.")
 

@@ -190,6 +190,7 @@ def run(runtime, f, args, kwargs):
     return body(*args, **kwargs)
 
 
+@callables.acts_for_program
 def instantiate(call, cls, /, *args, **kwargs):
     """``type.__call__(cls, *args, **kwargs)`` with ``__new__`` and
     ``__init__`` each called through ``call(f, *args, **kwargs)`` (an
@@ -209,6 +210,7 @@ def instantiate(call, cls, /, *args, **kwargs):
         raise
 
 
+@callables.acts_for_program
 def call_partial(call, partial, /, *args, **kwargs):
     """The body of a ``functools.partial``: its function called (as an
     operation) with the stored and the given arguments."""
@@ -221,6 +223,7 @@ def call_partial(call, partial, /, *args, **kwargs):
         raise
 
 
+@callables.acts_for_program
 def build_class(runtime, func, name, /, *bases, **kwds):
     """The body of ``__build_class__`` (a ``class`` statement): the same
     call with the class body rewritten, so it runs overdubbed."""
@@ -242,6 +245,7 @@ _FUTURE_FLAGS = functools.reduce(
                    for name in __future__.all_feature_names))
 
 
+@callables.acts_for_program
 def run_source(runtime, evaluate, /, *args, **kwargs):
     """The body of ``exec`` and ``eval`` (``evaluate``): the same call with
     the code — compiled as the builtin would compile it — rewritten for

@@ -73,6 +73,11 @@ class _Exhausted:
 #: What the ``next`` slot returns when the iterator is exhausted.
 EXHAUSTED = _Exhausted()
 
+#: The last constant of every rewritten code object, bound to the runtime
+#: itself: which runtime a running frame belongs to is a property of its
+#: code (the core's trampoline and the escape counter read it).
+RUNTIME = Slot("runtime")
+
 _STRUCTURAL_ROWS = {
     "call": Intercept.CALLS, "call_kw": Intercept.CALLS,
     "call_ex": Intercept.CALLS, "method": Intercept.CALLS,
@@ -414,7 +419,8 @@ def _rewritten_code(code, kinds):
         _note_unrewritable(code, error)
         return code
     rewrite_bytecode(bytecode, kinds)
-    return assemble(bytecode)
+    code = assemble(bytecode)
+    return code.replace(co_consts=code.co_consts + (RUNTIME,))
 
 
 #: Code objects cassette could not rewrite and runs un-rewritten:
