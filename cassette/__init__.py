@@ -14,11 +14,12 @@ from .dispatch import Vararg, execute, fallback, posthook, prehook
 from .errors import CassetteError, PassError, TaggingError
 from .operations import Intercept
 from .entry import canoverdub, overdub
+from .escapes import Escapes, count_escapes
 from .passes import NoPass, Pass
 
 __all__ = [
-    "ANY", "CassetteError", "Context", "Intercept", "NoMetaData", "NoMetaMeta",
+    "ANY", "CassetteError", "Context", "Escapes", "Intercept", "NoMetaData", "NoMetaMeta",
     "NoPass", "OverdubInstead", "Pass", "PassError", "TaggingError", "Vararg",
-    "canoverdub", "context", "execute", "fallback", "overdub", "posthook",
+    "canoverdub", "context", "count_escapes", "execute", "fallback", "overdub", "posthook",
     "prehook", "similarcontext",
 ]

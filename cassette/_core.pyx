@@ -12,9 +12,10 @@ and is cached here.
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_DECREF
 
+import functools
 import types
 
-from cassette import callables, dispatch, engine
+from cassette import callables, dispatch, engine, routing
 from cassette._singletons import OverdubInstead
 from cassette.operations import OPERATIONS
 from cassette.rewrite import EXHAUSTED, operand_count
@@ -237,13 +238,12 @@ cdef extern from *:
     static PyObject *(*cassette_redirect)(PyObject *, PyObject *, PyObject *const *,
                                           size_t, PyObject *) = NULL;
 
+    /* The running frame as Python sees it (sys._getframe(0) from C): the
+       barrier is this frame object, compared by identity while it runs. */
     static inline void *cassette_current_frame(void) {
-        PyThreadState *ts = PyThreadState_Get();
-    #if PY_VERSION_HEX >= 0x030D0000
-        return (void *)ts->current_frame;
-    #else
-        return (void *)ts->cframe->current_frame;
-    #endif
+        PyFrameObject *frame = PyEval_GetFrame();
+        if (frame == NULL && PyErr_Occurred()) PyErr_Clear();
+        return (void *)frame;
     }
 
     static inline void *cassette_set_barrier(void *frame) {
@@ -262,14 +262,6 @@ cdef extern from *:
         return Py_TYPE(last) == cassette_runtime_type ? last : NULL;
     }
 
-    /* The first fields of a frame object, the same in 3.11-3.13: the
-       interpreter frame it shows, compared with the barrier. */
-    typedef struct {
-        PyObject_HEAD
-        PyFrameObject *f_back;
-        void *f_frame;
-    } CassetteFramePrefix;
-
     /* Is `code` one of the library's functions acting for the program (its
        frames are looked past)? */
     static inline int cassette_acts_for_program(PyCodeObject *code) {
@@ -287,7 +279,7 @@ cdef extern from *:
        there or when the frame is a handler's (the barrier). */
     static PyObject *cassette_runtime_from(PyFrameObject *frame) {
         while (frame != NULL) {
-            if (((CassetteFramePrefix *)frame)->f_frame == cassette_barrier) break;
+            if ((void *)frame == cassette_barrier) break;
             PyCodeObject *code = PyFrame_GetCode(frame);
             PyObject *runtime = cassette_code_runtime(code);
             int acting = runtime == NULL && cassette_acts_for_program(code);
@@ -328,8 +320,7 @@ cdef extern from *:
 
     static PyObject *cassette_trampoline(PyObject *func, PyObject *const *args,
                                          size_t nargsf, PyObject *kwnames) {
-        void *current = cassette_current_frame();
-        if (current != NULL && current != cassette_barrier && cassette_redirect != NULL) {
+        if (cassette_redirect != NULL) {
             PyObject *runtime = cassette_running_runtime();
             if (runtime != NULL) {
                 PyObject *result = cassette_redirect(runtime, func, args, nargsf, kwnames);
@@ -342,17 +333,38 @@ cdef extern from *:
     }
 
     /* Route a Python function: 1 if done now, 0 if it was routed already or
-       has a vectorcall entry of its own (another tool's). */
-    static int cassette_route_function(PyObject *func) {
+       has a vectorcall entry of its own (another tool's).
+
+       The interpreter also calls Python functions without their vectorcall
+       entry: a specialized CALL of a Python function pushes its frame
+       directly, and so do the specializations of `obj[i]` (a Python
+       __getitem__), property loads and, on 3.13, instantiation (__init__).
+       A Python-to-Python call needs no routing (rewritten code resolves its
+       calls), so plain functions keep their specializations and run as fast
+       as ever from un-rewritten code; a *protocol* function (a special
+       method or a property accessor) must not be inlined by a protocol
+       specialization, so on 3.12+ it is routed as the API provides, which
+       also retires its function version (3.11 has no way to do that and
+       inlines a Python __getitem__: see the version layer). */
+    static int cassette_route_function(PyObject *func, int protocol) {
         if (Py_TYPE(func) != &PyFunction_Type) return 0;
         PyFunctionObject *f = (PyFunctionObject *)func;
-        if (f->vectorcall != cassette_function_vectorcall || f->vectorcall == NULL) return 0;
+        if (f->vectorcall == NULL || f->vectorcall != cassette_function_vectorcall) {
     #if PY_VERSION_HEX >= 0x030C0000
-        /* Also stops the interpreter from inlining calls of it. */
-        PyFunction_SetVectorcall(f, cassette_trampoline);
-    #else
-        f->vectorcall = cassette_trampoline;
+            if (protocol && f->vectorcall == cassette_trampoline && f->func_version != 0) {
+                PyFunction_SetVectorcall(f, cassette_trampoline);
+                return 1;
+            }
     #endif
+            return 0;
+        }
+    #if PY_VERSION_HEX >= 0x030C0000
+        if (protocol) {
+            PyFunction_SetVectorcall(f, cassette_trampoline);
+            return 1;
+        }
+    #endif
+        f->vectorcall = cassette_trampoline;
         return 1;
     }
 
@@ -377,13 +389,167 @@ cdef extern from *:
         cassette_redirect = (PyObject *(*)(PyObject *, PyObject *, PyObject *const *,
                                            size_t, PyObject *))redirect;
     }
+
+    /* Arguments of primitives.  A C function the program calls may call
+       back into Python: the callables it is handed (a sort key, a map
+       function) and the methods of the classes of its arguments (heappush
+       compares items).  Before a primitive runs, each argument that could
+       lead there is handed to routing.route_argument -- once per class
+       version and per function, thanks to a small table of classes already
+       seen (a class's version tag changes whenever the class does). */
+    #define CASSETTE_SEEN_SIZE 512
+    typedef struct { PyTypeObject *type; unsigned int version; } CassetteSeen;
+    static CassetteSeen cassette_seen[CASSETTE_SEEN_SIZE];
+    static PyObject *cassette_route_argument = NULL;   /* routing.route_argument */
+    static PyTypeObject *cassette_partial_type = NULL;
+    static PyTypeObject *cassette_method_wrapper_type = NULL;
+
+    static inline int cassette_class_seen(PyTypeObject *tp) {
+        if (!(tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || tp->tp_version_tag == 0)
+            return 0;
+        CassetteSeen *slot = &cassette_seen[((uintptr_t)tp >> 4) % CASSETTE_SEEN_SIZE];
+        return slot->type == tp && slot->version == tp->tp_version_tag;
+    }
+
+    static inline void cassette_class_saw(PyTypeObject *tp) {
+        if (!(tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || tp->tp_version_tag == 0)
+            return;
+        CassetteSeen *slot = &cassette_seen[((uintptr_t)tp >> 4) % CASSETTE_SEEN_SIZE];
+        slot->type = tp;
+        slot->version = tp->tp_version_tag;
+    }
+
+    /* 0, or -1 with an exception set. */
+    static int cassette_route_one(PyObject *arg) {
+        PyTypeObject *tp = Py_TYPE(arg);
+        PyTypeObject *cls = NULL;   /* the class to note as seen */
+        if (tp == &PyFunction_Type) {
+            if (((PyFunctionObject *)arg)->vectorcall != cassette_function_vectorcall)
+                return 0;
+        } else if (tp == &PyMethod_Type) {
+            PyObject *func = PyMethod_GET_FUNCTION(arg);
+            PyObject *self = PyMethod_GET_SELF(arg);
+            if ((Py_TYPE(func) != &PyFunction_Type
+                    || ((PyFunctionObject *)func)->vectorcall != cassette_function_vectorcall)
+                    && (!(Py_TYPE(self)->tp_flags & Py_TPFLAGS_HEAPTYPE)
+                        || cassette_class_seen(Py_TYPE(self))))
+                return 0;
+        } else if (PyType_Check(arg)) {
+            cls = (PyTypeObject *)arg;
+            if (!(cls->tp_flags & Py_TPFLAGS_HEAPTYPE) || cassette_class_seen(cls)) return 0;
+        } else if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) {
+            if (cassette_class_seen(tp)) return 0;
+            cls = tp;
+        } else if (tp != cassette_partial_type && tp != cassette_method_wrapper_type) {
+            return 0;
+        }
+        if (cassette_route_argument == NULL) return 0;
+        PyObject *done = PyObject_CallOneArg(cassette_route_argument, arg);
+        if (done == NULL) return -1;
+        Py_DECREF(done);
+        if (cls != NULL) cassette_class_saw(cls);
+        return 0;
+    }
+
+    static int cassette_route_arguments(PyObject *const *args, Py_ssize_t nargs,
+                                        PyObject *kwnames) {
+        Py_ssize_t total = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+        for (Py_ssize_t i = 0; i < total; i++)
+            if (cassette_route_one(args[i]) < 0) return -1;
+        return 0;
+    }
+
+    /* A primitive as rewritten code calls it: arguments routed, then the
+       call, its result routed when it is a class just made (type(name,
+       bases, namespace), namedtuple ...). */
+    typedef struct {
+        PyObject_HEAD
+        PyObject *target;
+        vectorcallfunc vectorcall;
+    } CassettePrimitive;
+
+    static PyObject *cassette_primitive_call(PyObject *self, PyObject *const *args,
+                                             size_t nargsf, PyObject *kwnames) {
+        if (cassette_route_arguments(args, PyVectorcall_NARGS(nargsf), kwnames) < 0)
+            return NULL;
+        PyObject *result = PyObject_Vectorcall(((CassettePrimitive *)self)->target,
+                                               args, nargsf, kwnames);
+        if (result != NULL && PyType_Check(result)
+                && (((PyTypeObject *)result)->tp_flags & Py_TPFLAGS_HEAPTYPE)
+                && !cassette_class_seen((PyTypeObject *)result)
+                && cassette_route_one(result) < 0) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        return result;
+    }
+
+    static int cassette_primitive_traverse(PyObject *self, visitproc visit, void *arg) {
+        Py_VISIT(((CassettePrimitive *)self)->target);
+        return 0;
+    }
+
+    static int cassette_primitive_clear(PyObject *self) {
+        Py_CLEAR(((CassettePrimitive *)self)->target);
+        return 0;
+    }
+
+    static void cassette_primitive_dealloc(PyObject *self) {
+        PyObject_GC_UnTrack(self);
+        cassette_primitive_clear(self);
+        PyObject_GC_Del(self);
+    }
+
+    static PyObject *cassette_primitive_repr(PyObject *self) {
+        return PyUnicode_FromFormat("<primitive %R>", ((CassettePrimitive *)self)->target);
+    }
+
+    static PyTypeObject CassettePrimitiveType = {
+        PyVarObject_HEAD_INIT(NULL, 0)
+        .tp_name = "cassette._core.Primitive",
+        .tp_basicsize = sizeof(CassettePrimitive),
+        .tp_dealloc = cassette_primitive_dealloc,
+        .tp_vectorcall_offset = offsetof(CassettePrimitive, vectorcall),
+        .tp_call = PyVectorcall_Call,
+        .tp_repr = cassette_primitive_repr,
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+        .tp_doc = "A primitive called from rewritten code: its arguments routed first.",
+        .tp_traverse = cassette_primitive_traverse,
+        .tp_clear = cassette_primitive_clear,
+    };
+
+    static PyObject *cassette_primitive_new(PyObject *target) {
+        if (!(CassettePrimitiveType.tp_flags & Py_TPFLAGS_READY)
+                && PyType_Ready(&CassettePrimitiveType) < 0)
+            return NULL;
+        CassettePrimitive *self = PyObject_GC_New(CassettePrimitive, &CassettePrimitiveType);
+        if (self == NULL) return NULL;
+        Py_INCREF(target);
+        self->target = target;
+        self->vectorcall = cassette_primitive_call;
+        PyObject_GC_Track((PyObject *)self);
+        return (PyObject *)self;
+    }
+
+    static void cassette_install_argument_routing(PyObject *route_argument,
+                                                  PyObject *partial_type,
+                                                  PyObject *method_wrapper_type) {
+        Py_XINCREF(route_argument);
+        cassette_route_argument = route_argument;
+        cassette_partial_type = (PyTypeObject *)partial_type;
+        cassette_method_wrapper_type = (PyTypeObject *)method_wrapper_type;
+    }
     """
     void *cassette_current_frame()
     void *cassette_set_barrier(void *frame)
+    object cassette_primitive_new(object target)
+    int cassette_route_one(object arg) except -1
+    void cassette_install_argument_routing(object route_argument, object partial_type,
+                                           object method_wrapper_type)
     void cassette_install_routing(object runtime_type, object acting_codes, void *redirect,
                                   object sample_function)
     object cassette_frame_runtime(object frame)
-    int cassette_route_function(object func)
+    int cassette_route_function(object func, int protocol)
     bint cassette_is_routed(object func)
     object cassette_plain_call(object func, PyObject **args, size_t nargsf, PyObject *kwnames)
 
@@ -412,6 +578,8 @@ cdef object _is_stable = callables.is_stable
 cdef object _lookup = callables.lookup_on_type
 cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_method_descriptor = callables.is_method_descriptor
+cdef object _is_frame_sensitive = callables.is_frame_sensitive
+cdef object _route_class = routing.route_class
 
 cdef Py_ssize_t _generation = -1
 
@@ -702,6 +870,8 @@ cdef class Runtime:
                     return f
                 return PyMethod_New(inner, owner)
         target = engine.target(self, f)
+        if target is f and not _is_frame_sensitive(f):
+            target = cassette_primitive_new(f)
         if _is_stable(f):
             if len(self._resolved) >= CACHE_MAX:
                 self._resolved.clear()
@@ -829,6 +999,7 @@ cdef class Runtime:
 
     def instantiation(self, cls):
         """The body of calling class ``cls`` (as :func:`engine.instantiate`)."""
+        _route_class(cls)
         return Instantiation(self, cls)
 
     def hooked(self, callee, plan, body):
@@ -846,6 +1017,7 @@ cdef class Runtime:
         # the intercepted kinds up to date first.
         if self._generation != _generation:
             self._reset()
+        routing.route_new_classes()
         return engine.run(self, f, args, kwargs)
 
     # -- the protocol -------------------------------------------------------
@@ -858,7 +1030,13 @@ cdef class Runtime:
         return _call_prefixed(handler, a, b, c, nprefix, args, kwargs)
 
     cdef object primitive(self, f, tuple args, dict kwargs):
-        """The default fallback: ``f`` called with untagged arguments."""
+        """The default fallback: ``f`` called with untagged arguments (which
+        are routed first: the primitive may call back into them)."""
+        for arg in args:
+            cassette_route_one(arg)
+        if kwargs:
+            for arg in kwargs.values():
+                cassette_route_one(arg)
         if self._tagging:
             args, kwargs = _untag_arguments_holder._untag_arguments(self.ctx, args, kwargs)
         if self.parent is not None:
@@ -1025,11 +1203,17 @@ assert type(callables.lookup_on_type) is FunctionType
 cassette_install_routing(Runtime, _ACTING_CODES, <void *>_redirect, callables.lookup_on_type)
 
 
-def route(function):
+cassette_install_argument_routing(routing.route_argument, functools.partial,
+                                  MethodWrapperType)
+
+
+def route(function, protocol=False):
     """Route ``function`` (a Python function): from now on, when the
     interpreter calls it on behalf of overdubbed code, it runs overdubbed.
-    True if it was routed by this call."""
-    return cassette_route_function(function) == 1
+    ``protocol``: the interpreter may call it through a protocol (a special
+    method, a property accessor), which must then not be inlined.  True if
+    routing changed by this call."""
+    return cassette_route_function(function, 1 if protocol else 0) == 1
 
 
 def is_routed(function):
@@ -1042,3 +1226,6 @@ def frame_runtime(frame):
     code was rewritten for, looking past the library's frames that act for
     the program, and None for the frame running a handler."""
     return cassette_frame_runtime(frame)
+
+
+routing.install(route)

@@ -180,6 +180,7 @@ class Runtime:
             return None, self._dropper(self.resolve(bound))
         return None, DropSelf(self.resolve(bound))
 
+    @callables.acts_for_program
     def next_step(self, iterator):
         """One step of a ``for`` loop: the next value or :data:`EXHAUSTED`."""
         try:
@@ -226,6 +227,7 @@ class Runtime:
         exception's traceback loses the library's entries."""
         _remove_library_entries(exception)
 
+    @callables.acts_for_program
     def call_special(self, descriptor, obj, /, *args):
         """Call a special method found on ``type(obj)`` as an operation."""
         if callables.is_method_descriptor(descriptor):
@@ -291,6 +293,7 @@ class Runtime:
             return self.parent.resolve(handler)(*args, **kwargs)
         return handler(*args, **kwargs)
 
+    @callables.acts_for_program
     def operate(self, plan, callee, body, primitive, args, kwargs):
         ctx = self.ctx
         selector = plan.prehook
@@ -351,6 +354,7 @@ def hooked(runtime, callee, plan, body):
     itself from C, which would cost recursion budget."""
     operate = runtime.operate
 
+    @callables.acts_for_program
     def hooked_call(*args, **kwargs):
         try:
             return operate(plan, callee, body, callee, args, kwargs)
@@ -403,6 +407,7 @@ class DropSelf:
     def __init__(self, target):
         self.target = target
 
+    @callables.acts_for_program
     def __call__(self, _self, /, *args, **kwargs):
         try:
             return self.target(*args, **kwargs)
@@ -421,6 +426,7 @@ class Exit:
         self.method = method
         self.manager = manager
 
+    @callables.acts_for_program
     def __call__(self, exc_type, exc_value, traceback, /):
         try:
             return self.runtime.call_special(
@@ -501,6 +507,7 @@ class OperationSite:
             self.generation = _generation()
         return self.plan is _EMPTY
 
+    @callables.acts_for_program
     def __call__(self, /, *operands):
         try:
             args = operands if self.arrange is None else self.arrange(*operands)

@@ -198,7 +198,7 @@ def is_library_code(code):
             or filename.startswith(_CORE_PREFIX))
 
 
-_acting_for_program = []
+_acting_for_program = {}       # code object -> None, in marking order
 
 
 def acts_for_program(function):
@@ -208,7 +208,7 @@ def acts_for_program(function):
     Code the interpreter calls implicitly under such a function belongs to
     the program that called it (it is routed to that program's runtime and
     counted as the program's by the escape counter).  Returns ``function``."""
-    _acting_for_program.append(function.__code__)
+    _acting_for_program[function.__code__] = None
     return function
 
 

@@ -13,7 +13,7 @@ import operator
 import sys
 import types
 
-from . import callables, dispatch
+from . import callables, dispatch, routing
 from .operations import OPERATIONS, ROW_CALLEES, Intercept
 from .rewrite import kinds_for, template_for
 from .versions import LAYER
@@ -230,7 +230,10 @@ def build_class(runtime, func, name, /, *bases, **kwds):
     try:
         if type(func) is types.FunctionType and not callables.is_library_code(func.__code__):
             func = runtime.rewritten(func)
-        return _build_class(func, name, *bases, **kwds)
+        cls = _build_class(func, name, *bases, **kwds)
+        if isinstance(cls, type):
+            routing.route_class(cls)
+        return cls
     except BaseException as exception:
         callables.drop_library_entries(exception)
         raise

@@ -35,15 +35,9 @@ regressions' tracebacks, ``--escapes`` to count escapes too,
 
     CASSETTE_PURE_PYTHON=1 PYTHONPATH=. python tests/cpython_oracle.py [-v] [--escapes] [--extended] [test.test_x ...]
 
-*Escapes* (SPEC §3.3) are measured with :class:`EscapeCounter`, a profile
-function active while a test runs overdubbed: every Python frame that starts
-or resumes there must run rewritten code, except cassette's own code, the
-``bytecode`` package's, this harness's (the hooks), code without a single
-call site (rewriting leaves such code unchanged) and whatever cassette's
-machinery calls for itself (the frames below a cassette frame that is not
-one of those that call into the program: the runtime's, ``entry.py``'s and
-``engine.py``'s bodies).  It makes runs several times slower, so the pytest
-suite does not use it.
+*Escapes* (SPEC §3.3) are counted with :func:`cassette.count_escapes`
+around the overdubbed run.  It makes runs several times slower, so the
+pytest suite counts them only for the modules it checks for zero escapes.
 """
 
 import collections
@@ -56,8 +50,6 @@ import traceback
 import unittest
 
 import cassette
-from cassette.operations import Intercept
-from cassette.rewrite import kinds_for, template_for
 
 #: The CPython test modules the oracle runs by default.
 MODULES = (
@@ -140,6 +132,7 @@ class Outcome(unittest.TestResult):
         self.problems = {}        # test id -> short traceback text
         self.skipped_ids = set()
         self.seconds = 0.0
+        self.escapes = None       # a cassette.Escapes when counted
 
     @staticmethod
     def _id(test):
@@ -190,102 +183,15 @@ def iter_tests(suite):
             yield item
 
 
-_CASSETTE_DIR = os.path.dirname(os.path.abspath(cassette.__file__))
-_BYTECODE_DIR = os.path.dirname(os.path.abspath(sys.modules["bytecode"].__file__))
-_HERE = os.path.abspath(__file__)
-# cassette frames that call into the program; every other cassette frame is
-# machinery: what it calls runs for cassette, not for the program.
-_PROGRAM_FILES = frozenset(
-    os.path.join(_CASSETTE_DIR, name) for name in ("_pyruntime.py", "entry.py"))
-_ENGINE_FILE = os.path.join(_CASSETTE_DIR, "engine.py")
-_ENGINE_MACHINERY = frozenset({
-    "check_arguments", "intercepted_rows", "intercepted_kinds", "rewritten_function",
-    "decide", "target", "body_of", "metaclass_call", "instance_call",
-})
-_CALL_KINDS = kinds_for(Intercept.CALLS)
-
-
-class EscapeCounter:
-    """Counts Python frames that run un-rewritten inside overdubbed tests.
-
-    Install it with :meth:`start` / :meth:`stop` around a run; wrappers made
-    by :func:`overdubbed` flag the time spent inside ``cassette.overdub``.
-    ``escapes`` maps ``"file:line name"`` of an escaping code object to how
-    many frames of it started or resumed."""
-
-    def __init__(self):
-        self.escapes = collections.Counter()
-        self.depth = 0
-        self._verdicts = {}      # id(code) -> (code, escaping?)
-        self._machinery = set()  # ids of live frames running for cassette
-
-    @staticmethod
-    def _is_machinery_code(code):
-        filename = os.path.abspath(code.co_filename)
-        if not filename.startswith(_CASSETTE_DIR + os.sep) or filename in _PROGRAM_FILES:
-            return False
-        return filename != _ENGINE_FILE or code.co_name in _ENGINE_MACHINERY
-
-    def _escaping(self, code):
-        entry = self._verdicts.get(id(code))
-        if entry is not None and entry[0] is code:
-            return entry[1]
-        filename = os.path.abspath(code.co_filename)
-        if (filename == _HERE or filename.startswith(_BYTECODE_DIR + os.sep)
-                or filename.startswith(_CASSETTE_DIR + os.sep)):
-            verdict = False
-        elif any(_is_runtime_object(c) for c in code.co_consts):
-            verdict = False                  # rewritten: slots are bound
-        else:
-            verdict = bool(template_for(code, _CALL_KINDS).slot_indices)
-        self._verdicts[id(code)] = (code, verdict)
-        return verdict
-
-    def _profile(self, frame, event, arg):
-        if event == "return":
-            self._machinery.discard(id(frame))
-            return
-        if event != "call" or not self.depth:
-            return
-        caller = frame.f_back
-        if ((caller is not None and id(caller) in self._machinery)
-                or self._is_machinery_code(frame.f_code)):
-            self._machinery.add(id(frame))
-            return
-        if self._escaping(frame.f_code):
-            code = frame.f_code
-            self.escapes[f"{code.co_filename}:{code.co_firstlineno} {code.co_qualname}"] += 1
-
-    def start(self):
-        sys.setprofile(self._profile)
-
-    def stop(self):
-        sys.setprofile(None)
-
-
-def _is_runtime_object(value):
-    owner = getattr(value, "__self__", value)
-    return type(owner).__module__.startswith("cassette.")
-
-
-#: The :class:`EscapeCounter` of the run in progress, if any.
-_counter = None
-
-
 def overdubbed(ctx, method):
     """A stand-in for the bound ``method`` that runs it overdubbed by ``ctx``,
     carrying unittest's skip / expected-failure marks."""
     @functools.wraps(method)
     def run_overdubbed(*args, **kwargs):
-        counter = _counter
         limit = sys.getrecursionlimit()
-        if counter is not None:
-            counter.depth += 1
         try:
             return cassette.overdub(ctx, method, *args, **kwargs)
         finally:
-            if counter is not None:
-                counter.depth -= 1
             # A test that lowers the limit and fails before restoring it
             # must not take the rest of the run down with it.
             if sys.getrecursionlimit() != limit:
@@ -313,26 +219,22 @@ def load_suite(module_name):
     return unittest.defaultTestLoader.loadTestsFromModule(module)
 
 
-def run_module(module_name, ctx=None, escapes=None):
+def run_module(module_name, ctx=None, count_escapes=False):
     """Run ``module_name``'s tests, overdubbed by ``ctx`` unless it is None;
-    return the :class:`Outcome`.  ``escapes``, an :class:`EscapeCounter`,
-    counts escapes during an overdubbed run."""
-    global _counter
+    return the :class:`Outcome`.  With ``count_escapes``, the run is watched
+    by :func:`cassette.count_escapes` and ``outcome.escapes`` holds what it
+    saw."""
     suite = load_suite(module_name)
     if ctx is not None:
         for test in iter_tests(suite):
             overdub_test(ctx, test)
     outcome = Outcome()
     started = time.perf_counter()
-    if escapes is not None and ctx is not None:
-        _counter = escapes
-        escapes.start()
-    try:
+    if count_escapes:
+        with cassette.count_escapes() as outcome.escapes:
+            suite.run(outcome)
+    else:
         suite.run(outcome)
-    finally:
-        if _counter is not None:
-            escapes.stop()
-            _counter = None
     outcome.seconds = time.perf_counter() - started
     return outcome
 
@@ -377,15 +279,14 @@ def main(argv):
         plain = run_module(name)
         row = [f"{name:24} plain {len(plain.passing):4} ({plain.seconds:5.1f}s)"]
         for label, ctx in (("Nothing", Nothing()), ("Touching", touching())):
-            counter = EscapeCounter() if count_escapes else None
-            dubbed = run_module(name, ctx, counter)
+            dubbed = run_module(name, ctx, count_escapes)
             lost = regressions(plain, dubbed)
             total += len(lost)
             extra = f" ops={ctx.metadata.count}" if label == "Touching" else ""
-            if counter is not None:
-                extra += f" escapes={sum(counter.escapes.values())}"
+            if count_escapes:
+                extra += f" escapes={dubbed.escapes.total}"
                 if verbose:
-                    for where, n in counter.escapes.most_common(15):
+                    for where, n in dubbed.escapes.frames.most_common(15):
                         print(f"    escape x{n}: {where}")
             row.append(f"{label} {len(plain.passing) - len(lost):4}/{len(plain.passing)} "
                        f"({dubbed.seconds:5.1f}s){extra}")

@@ -459,17 +459,10 @@ def test_async_comprehension_and_async_with_inside_overdub():
 
 def _escapes(ctx, fn, *args):
     """``(result, escapes)`` of ``overdub(ctx, fn, *args)``, counting frames
-    of the program that ran un-rewritten (see tests/cpython_oracle.py)."""
-    from cpython_oracle import EscapeCounter
-
-    counter = EscapeCounter()
-    counter.depth = 1
-    counter.start()
-    try:
+    of the program that ran un-rewritten."""
+    with cassette.count_escapes() as escapes:
         out = cassette.overdub(ctx, fn, *args)
-    finally:
-        counter.stop()
-    return out, dict(counter.escapes)
+    return out, dict(escapes.frames)
 
 
 class Managed:

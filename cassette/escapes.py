@@ -1,0 +1,142 @@
+"""Counting escapes (SPEC §3.3).
+
+While ``overdub`` runs, every Python frame that executes on behalf of the
+overdubbed program must run rewritten code.  A frame of the program that
+runs un-rewritten is an *escape*: its operations are invisible to the
+context.  :func:`count_escapes` counts them::
+
+    with cassette.count_escapes() as escapes:
+        cassette.overdub(ctx, main)
+    assert escapes.total == 0, escapes.report()
+
+A frame runs *on behalf of the program* when the frame that called it runs
+rewritten code, or is one of cassette's own functions acting for the
+program (the body of an instantiation, a ``class`` statement, ``exec`` …)
+called on behalf of the program.  Frames started for a context's handlers
+are the handlers' own, and cassette's own code is never counted.  An escape
+is such a frame whose code was not rewritten: one the interpreter started
+from C (a Python ``__add__`` behind ``+``, a sort key, a property getter)
+without cassette's routing reaching it, or code cassette could not rewrite
+(listed in ``cassette.rewrite.UNREWRITABLE``).
+
+Counting uses a profile function (``sys.setprofile``) on the calling thread
+for the duration of the block, chained to any profile function already
+installed; it slows the code it watches several times over.
+"""
+
+import collections
+import os
+import sys
+
+from . import callables
+from .entry import IMPLEMENTATION
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+
+if IMPLEMENTATION == "cython":
+    from ._core import Runtime as _Runtime, frame_runtime as _frame_runtime
+else:
+    from ._pyruntime import Runtime as _Runtime
+    _frame_runtime = None
+
+_BYTECODE_DIR = os.path.dirname(os.path.abspath(sys.modules["bytecode"].__file__))
+
+
+class Escapes:
+    """What a :func:`count_escapes` block saw.
+
+    ``frames`` maps ``"file:line qualname"`` of each escaping code object to
+    the number of times a frame of it started or resumed; ``total`` is their
+    sum."""
+
+    __slots__ = ("frames",)
+
+    def __init__(self):
+        self.frames = collections.Counter()
+
+    @property
+    def total(self):
+        return sum(self.frames.values())
+
+    def report(self, limit=20):
+        """The most frequent escapes, one per line, for an assertion message."""
+        lines = [f"{self.total} escapes"]
+        lines += [f"  x{count}: {where}" for where, count in self.frames.most_common(limit)]
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"<Escapes total={self.total} in {len(self.frames)} code objects>"
+
+
+def _runtime_of_code(code):
+    consts = code.co_consts
+    if consts and type(consts[-1]) is _Runtime:
+        return consts[-1]
+    return None
+
+
+def _is_cassettes(code):
+    filename = code.co_filename
+    return (callables.is_library_code(code)
+            or os.path.dirname(os.path.abspath(filename)).startswith(_PACKAGE_DIR)
+            or filename.startswith(_BYTECODE_DIR))
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def on_behalf_of_program(frame):
+    """True when code called by ``frame`` runs on behalf of an overdubbed
+    program (see the module documentation)."""
+    if frame is None:
+        return False
+    if _frame_runtime is not None:
+        return _frame_runtime(frame) is not None
+    acting = callables.acting_for_program_codes()
+    while frame is not None:
+        code = frame.f_code
+        if _runtime_of_code(code) is not None:
+            return True
+        if code not in acting:
+            return False
+        frame = frame.f_back
+    return False
+
+
+class _Counter:
+    def __init__(self, escapes, previous):
+        self.escapes = escapes
+        self.previous = previous
+        self.verdicts = {}        # id(code) -> (code, escaping?)
+
+    def _escaping(self, code):
+        entry = self.verdicts.get(id(code))
+        if entry is not None and entry[0] is code:
+            return entry[1]
+        verdict = _runtime_of_code(code) is None and not _is_cassettes(code)
+        self.verdicts[id(code)] = (code, verdict)
+        return verdict
+
+    def __call__(self, frame, event, arg):
+        if event == "call" and self._escaping(frame.f_code) and on_behalf_of_program(frame.f_back):
+            code = frame.f_code
+            self.escapes.frames[f"{code.co_filename}:{code.co_firstlineno} {code.co_qualname}"] += 1
+        if self.previous is not None:
+            self.previous(frame, event, arg)
+
+
+class count_escapes:
+    """A context manager counting the escapes of overdubbed code running on
+    this thread inside its block; ``as`` gives the :class:`Escapes`."""
+
+    def __init__(self):
+        self.escapes = Escapes()
+        self._previous = None
+
+    def __enter__(self):
+        self._previous = sys.getprofile()
+        sys.setprofile(_Counter(self.escapes, self._previous))
+        return self.escapes
+
+    def __exit__(self, *exc_info):
+        sys.setprofile(self._previous)
+        return False

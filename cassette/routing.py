@@ -1,0 +1,191 @@
+"""Which Python functions are routed, and when (SPEC §3.3: coverage).
+
+Python runs much of a program's code implicitly: ``a + b`` calls a Python
+``__add__``, ``sorted`` calls its ``key=``, a property runs its getter,
+``class`` statements call ``__init_subclass__`` and ``__set_name__``.  The
+interpreter makes those calls itself, from C, so no rewritten call site sees
+them.  A *routed* function is one whose calls from C the Cython core
+intercepts (``cassette._core``: the trampoline): made on behalf of rewritten
+code, such a call is an operation of that code's runtime and runs
+overdubbed; made anywhere else, it runs as it always does.  Routing changes
+nothing the program can observe.
+
+This module decides what to route:
+
+* for a class (:func:`route_class`), every function its namespace holds —
+  its special methods (which the interpreter calls through protocols), its
+  other methods (which C code calls by name: ``bisect.insort`` calls
+  ``insert``, ``print`` calls ``write``, ``dict(mapping)`` calls ``keys``),
+  its static and class methods, the accessors of its properties — and those
+  of the classes of its other descriptors (``functools.cached_property``
+  …);
+* for a call of a primitive (:func:`route_argument`), each Python callable
+  handed to it — ``sorted(xs, key=f)``, ``map(obj.method, xs)`` — and the
+  class of each argument, whose methods the primitive may call
+  (``heapq.heappush(h, item)`` compares items with ``__lt__``);
+* for the whole process (:func:`route_new_classes`), every class alive,
+  each module's ``__getattr__``/``__dir__`` and the module functions the
+  interpreter calls by name (the import system's ``_find_and_load`` …),
+  again whenever modules have been imported since.
+
+Routing a plain function leaves every Python-to-Python call of it as fast
+as before; a function the interpreter calls through a protocol (a special
+method, a property accessor) loses the interpreter's inlining of it.
+
+The core calls :func:`install` with its routing primitive; under the
+pure-Python runtime nothing is installed and routing is a no-op (that
+runtime reaches implicit code through rewritten operator sites only).
+"""
+
+import functools
+import sys
+import types
+
+from . import callables
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+
+_HEAPTYPE = 1 << 9          # Py_TPFLAGS_HEAPTYPE: a class made by Python code
+_FunctionType = types.FunctionType
+_MethodType = types.MethodType
+_ModuleType = types.ModuleType
+_partial = functools.partial
+_MethodWrapperType = types.MethodWrapperType
+
+_route = None               # the core's routing primitive, once installed
+_modules_seen = -1          # len(sys.modules) at the last process scan
+_classes_seen = {}          # id(class) -> (class, number of entries routed)
+#: Module functions the interpreter calls by name: in every module, and in
+#: particular ones (the import system's, the warnings machinery's).
+_MODULE_HOOKS = ("__getattr__", "__dir__")
+_CALLED_BY_NAME = {
+    "importlib._bootstrap": ("_find_and_load", "_handle_fromlist", "_lock_unlock_module"),
+    "warnings": ("_showwarnmsg",),
+}
+
+
+def install(route):
+    """Install the core's primitive: ``route(function)`` routes one Python
+    function and returns True if it was not routed yet."""
+    global _route
+    _route = route
+
+
+def is_active():
+    """True when routing is available (the Cython core is in use)."""
+    return _route is not None
+
+
+def _is_dunder(name):
+    return type(name) is str and len(name) > 4 and name[:2] == "__" and name[-2:] == "__"
+
+
+def _route_function(function, protocol=False):
+    if type(function) is _FunctionType and not callables.is_library_code(function.__code__):
+        _route(function, protocol)
+
+
+def _route_own_entries(klass):
+    """Route what ``klass``'s own ``__dict__`` holds (see the module doc)."""
+    namespace = klass.__dict__
+    entry = _classes_seen.get(id(klass))
+    if entry is not None and entry[0] is klass and entry[1] == len(namespace):
+        return
+    if len(_classes_seen) >= 65536:
+        _classes_seen.clear()
+    _classes_seen[id(klass)] = (klass, len(namespace))
+    for name, value in list(namespace.items()):
+        kind = type(value)
+        if kind is _FunctionType:
+            _route_function(value, _is_dunder(name))
+        elif kind is staticmethod or kind is classmethod:
+            _route_function(value.__func__, _is_dunder(name))
+        elif kind is property:
+            _route_function(value.fget, True)
+            _route_function(value.fset, True)
+            _route_function(value.fdel, True)
+        elif kind.__flags__ & _HEAPTYPE and _is_descriptor_class(kind):
+            # A descriptor of a Python class: the interpreter calls its
+            # __get__/__set__/__delete__.
+            route_class(kind)
+
+
+def _is_descriptor_class(kind):
+    return any(callables.lookup_on_type(kind, name) is not None
+               for name in ("__get__", "__set__", "__delete__"))
+
+
+def route_class(cls):
+    """Route the functions the interpreter may call implicitly for ``cls``,
+    its instances and its subclasses' ``class`` statements (its MRO's and
+    its metaclass's)."""
+    if _route is None:
+        return
+    for klass in cls.__mro__:
+        if klass.__flags__ & _HEAPTYPE and not _is_library_class(klass):
+            _route_own_entries(klass)
+    metaclass = type(cls)
+    if metaclass is not type:
+        route_class(metaclass)
+
+
+def _is_library_class(klass):
+    module = klass.__dict__.get("__module__")
+    return type(module) is str and (module == "cassette" or module[:9] == "cassette.")
+
+
+def route_argument(value):
+    """Route what a primitive may call back in ``value``, one of its
+    arguments: ``value`` itself if it is a Python function, the function of
+    a bound method, a ``functools.partial`` or a method-wrapper
+    (``f.__call__``), and the class of ``value``."""
+    if _route is None:
+        return
+    kind = type(value)
+    if kind is _FunctionType:
+        _route_function(value)
+    elif kind is _MethodType:
+        _route_function(value.__func__)
+        route_argument(value.__self__)
+    elif kind is staticmethod or kind is classmethod:
+        _route_function(value.__func__)
+    elif isinstance(value, type):
+        if value.__flags__ & _HEAPTYPE:
+            route_class(value)
+    elif kind.__flags__ & _HEAPTYPE:
+        route_class(kind)
+    elif kind is _partial:
+        route_argument(value.func)
+    elif kind is _MethodWrapperType:
+        route_argument(value.__self__)      # f.__call__ calls f
+
+
+def route_new_classes():
+    """Route every class alive and each module's ``__getattr__`` and
+    ``__dir__`` — once, then again whenever modules have been imported
+    since (a cheap check, made at each entry of ``overdub``)."""
+    global _modules_seen
+    if _route is None or len(sys.modules) == _modules_seen:
+        return
+    _modules_seen = len(sys.modules)
+    for module in list(sys.modules.values()):
+        if type(module) is _ModuleType:
+            namespace = getattr(module, "__dict__", None)
+            if namespace is not None:
+                for name in _MODULE_HOOKS:
+                    _route_function(namespace.get(name), True)
+                for name in _CALLED_BY_NAME.get(namespace.get("__name__"), ()):
+                    _route_function(namespace.get(name))
+    pending = [object]
+    visited = set()
+    while pending:
+        klass = pending.pop()
+        if id(klass) in visited:
+            continue
+        visited.add(id(klass))
+        if klass.__flags__ & _HEAPTYPE and not _is_library_class(klass):
+            _route_own_entries(klass)
+        try:
+            pending.extend(type.__subclasses__(klass))
+        except TypeError:
+            pass
+
