@@ -219,10 +219,12 @@ cdef extern from *:
        changes nothing a program can observe: the function object, its code
        and its attributes stay the same.
 
-       The barrier: while a runtime runs one of its context's handlers, the
-       frame that was running stays the running frame for any C code the
-       handler is (a builtin hook such as print), and calls made there are
-       the handler's, not the program's (SPEC 3.2). */
+       The barrier: a handler written in Python runs in frames of its own,
+       which are not rewritten, so what the interpreter calls for it stays
+       its own (SPEC 3.2).  A handler that is C code (a builtin such as
+       print used as a hook) has no frame: while it runs, the frame that
+       called it is the barrier, and calls made while it is the running
+       frame are the handler's, not the program's. */
     #if defined(_MSC_VER)
     #define CASSETTE_THREAD_LOCAL __declspec(thread)
     #else
@@ -238,18 +240,36 @@ cdef extern from *:
     static PyObject *(*cassette_redirect)(PyObject *, PyObject *, PyObject *const *,
                                           size_t, PyObject *) = NULL;
 
-    /* The running frame as Python sees it (sys._getframe(0) from C): the
-       barrier is this frame object, compared by identity while it runs. */
+    /* The running interpreter frame (an opaque pointer, compared only). */
     static inline void *cassette_current_frame(void) {
-        PyFrameObject *frame = PyEval_GetFrame();
-        if (frame == NULL && PyErr_Occurred()) PyErr_Clear();
-        return (void *)frame;
+        PyThreadState *ts = PyThreadState_Get();
+    #if PY_VERSION_HEX >= 0x030D0000
+        return (void *)ts->current_frame;
+    #else
+        return (void *)ts->cframe->current_frame;
+    #endif
     }
 
     static inline void *cassette_set_barrier(void *frame) {
         void *previous = cassette_barrier;
         cassette_barrier = frame;
         return previous;
+    }
+
+    /* The handler a runtime is calling on this thread (borrowed; compared
+       only): the escape counter tells a handler's first frame by it. */
+    static CASSETTE_THREAD_LOCAL void *cassette_handler = NULL;
+
+    static inline void *cassette_set_handler(void *handler) {
+        void *previous = cassette_handler;
+        cassette_handler = handler;
+        return previous;
+    }
+
+    static PyObject *cassette_handler_being_called(void) {
+        PyObject *handler = cassette_handler == NULL ? Py_None : (PyObject *)cassette_handler;
+        Py_INCREF(handler);
+        return handler;
     }
 
     /* The runtime a code object was rewritten for (its last constant), or
@@ -276,10 +296,9 @@ cdef extern from *:
        the runtime of its code if it was rewritten, else -- when it is one
        of the library's functions acting for the program -- that of the
        frame that called it; NULL when the program is not being overdubbed
-       there or when the frame is a handler's (the barrier). */
+       there. */
     static PyObject *cassette_runtime_from(PyFrameObject *frame) {
         while (frame != NULL) {
-            if ((void *)frame == cassette_barrier) break;
             PyCodeObject *code = PyFrame_GetCode(frame);
             PyObject *runtime = cassette_code_runtime(code);
             int acting = runtime == NULL && cassette_acts_for_program(code);
@@ -320,7 +339,7 @@ cdef extern from *:
 
     static PyObject *cassette_trampoline(PyObject *func, PyObject *const *args,
                                          size_t nargsf, PyObject *kwnames) {
-        if (cassette_redirect != NULL) {
+        if (cassette_redirect != NULL && cassette_current_frame() != cassette_barrier) {
             PyObject *runtime = cassette_running_runtime();
             if (runtime != NULL) {
                 PyObject *result = cassette_redirect(runtime, func, args, nargsf, kwnames);
@@ -542,6 +561,8 @@ cdef extern from *:
     """
     void *cassette_current_frame()
     void *cassette_set_barrier(void *frame)
+    void *cassette_set_handler(void *handler)
+    object cassette_handler_being_called()
     object cassette_primitive_new(object target)
     int cassette_route_one(object arg) except -1
     void cassette_install_argument_routing(object route_argument, object partial_type,
@@ -580,6 +601,7 @@ cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_method_descriptor = callables.is_method_descriptor
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
 cdef object _route_class = routing.route_class
+cdef object _operation_has_body = engine.operation_has_body
 
 cdef Py_ssize_t _generation = -1
 
@@ -671,46 +693,40 @@ cdef class Protocol:
         self.fb_fixed, self.fb_sel = _split_selector(plan.fallback)
 
     cdef object run(self, Runtime runtime, object callee, object body,
-                    object primitive, tuple args, dict kwargs):
-        """The protocol of one operation (SPEC §3.2)."""
+                    object primitive, tuple args, dict kwargs, object operation=None):
+        """The protocol of one operation (SPEC §3.2).  ``operation``: the
+        name of the operation a site runs, whose body is the primitive
+        itself when Python code of the program implements it (decided only
+        when it matters: a fallback handler or tagging would otherwise see
+        it)."""
         cdef object ctx = runtime.ctx
         cdef object handler
         cdef object out = _OverdubInstead
-        # Handlers (and selectors) run behind the barrier: what the
-        # interpreter calls for them is theirs, not the program's.
-        cdef void *frame = cassette_current_frame()
-        cdef void *outer = cassette_set_barrier(frame)
-        try:
-            handler = _select(self.pre_fixed, self.pre_sel, ctx, args)
-            if handler is not None:
-                runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
-            handler = _select(self.exe_fixed, self.exe_sel, ctx, args)
-            if handler is not None:
-                out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
-            if out is _OverdubInstead:
-                if body is not None:
-                    cassette_set_barrier(outer)
-                    cassette_recursion_credit(1)
-                    try:
-                        out = _call_tuple(body, args, kwargs)
-                    finally:
-                        cassette_recursion_credit(-1)
-                        cassette_set_barrier(frame)
+        handler = _select(self.pre_fixed, self.pre_sel, ctx, args)
+        if handler is not None:
+            runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+        handler = _select(self.exe_fixed, self.exe_sel, ctx, args)
+        if handler is not None:
+            out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+        if out is _OverdubInstead:
+            if body is not None:
+                cassette_recursion_credit(1)
+                try:
+                    out = _call_tuple(body, args, kwargs)
+                finally:
+                    cassette_recursion_credit(-1)
+            else:
+                handler = _select(self.fb_fixed, self.fb_sel, ctx, args)
+                if ((handler is not None or runtime._tagging) and operation is not None
+                        and _operation_has_body(operation, args)):
+                    out = _call_tuple(primitive, args, kwargs)
+                elif handler is not None:
+                    out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
                 else:
-                    handler = _select(self.fb_fixed, self.fb_sel, ctx, args)
-                    if handler is not None:
-                        out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
-                    else:
-                        cassette_set_barrier(outer)
-                        try:
-                            out = runtime.primitive(primitive, args, kwargs)
-                        finally:
-                            cassette_set_barrier(frame)
-            handler = _select(self.post_fixed, self.post_sel, ctx, args)
-            if handler is not None:
-                runtime.invoke(handler, ctx, out, callee, 3, args, kwargs)
-        finally:
-            cassette_set_barrier(outer)
+                    out = runtime.primitive(primitive, args, kwargs)
+        handler = _select(self.post_fixed, self.post_sel, ctx, args)
+        if handler is not None:
+            runtime.invoke(handler, ctx, out, callee, 3, args, kwargs)
         return out
 
 
@@ -1024,10 +1040,23 @@ cdef class Runtime:
 
     cdef object invoke(self, handler, a, b, c, int nprefix, tuple args, dict kwargs):
         """Call a handler; under a nested overdub the enclosing context
-        intercepts it like any other code."""
+        intercepts it like any other code.  While it runs, the handler is
+        noted as the one being called (its first frame is its own, not the
+        program's) and the running frame is the barrier: calls the
+        interpreter makes before the handler has a frame of its own — the
+        handler itself, when it is a routed function, or whatever a handler
+        written in C calls — are the handler's, not the program's."""
+        cdef void *handler_before
+        cdef void *barrier_before
         if self.parent is not None:
             handler = self.parent.resolve(handler)
-        return _call_prefixed(handler, a, b, c, nprefix, args, kwargs)
+        handler_before = cassette_set_handler(<void *>handler)
+        barrier_before = cassette_set_barrier(cassette_current_frame())
+        try:
+            return _call_prefixed(handler, a, b, c, nprefix, args, kwargs)
+        finally:
+            cassette_set_barrier(barrier_before)
+            cassette_set_handler(handler_before)
 
     cdef object primitive(self, f, tuple args, dict kwargs):
         """The default fallback: ``f`` called with untagged arguments (which
@@ -1120,7 +1149,7 @@ cdef class OperationSite:
     """The slot of one operation kind (``add``, ``getattr`` …)."""
 
     cdef Runtime runtime
-    cdef object callee, implementation
+    cdef object callee, implementation, name
     cdef int arrangement
     cdef bint negate
     cdef Protocol protocol
@@ -1129,6 +1158,7 @@ cdef class OperationSite:
     def __init__(self, Runtime runtime, kind):
         name, arrangement, negate = _ARRANGED.get(kind, (kind, 0, False))
         operation = OPERATIONS[name]
+        self.name = name
         self.runtime = runtime
         self.callee = operation.callee
         self.implementation = operation.implementation
@@ -1153,7 +1183,7 @@ cdef class OperationSite:
                 out = self.implementation(*args)
         else:
             out = self.protocol.run(self.runtime, self.callee, None,
-                                    self.callee, args, None)
+                                    self.callee, args, None, self.name)
         if self.negate:
             return not out
         return out
@@ -1219,6 +1249,11 @@ def route(function, protocol=False):
 def is_routed(function):
     """True when ``function`` is routed."""
     return cassette_is_routed(function)
+
+
+def handler_being_called():
+    """The handler a runtime is calling on this thread, or None."""
+    return cassette_handler_being_called()
 
 
 def frame_runtime(frame):

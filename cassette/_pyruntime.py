@@ -294,7 +294,9 @@ class Runtime:
         return handler(*args, **kwargs)
 
     @callables.acts_for_program
-    def operate(self, plan, callee, body, primitive, args, kwargs):
+    def operate(self, plan, callee, body, primitive, args, kwargs, operation=None):
+        """The protocol of one operation (SPEC §3.2); ``operation`` as in
+        the core's ``Protocol.run``."""
         ctx = self.ctx
         selector = plan.prehook
         if selector is not None:
@@ -315,7 +317,10 @@ class Runtime:
                 selector = plan.fallback
                 if selector is not None:
                     handler = selector.unconditional or selector.select(ctx, args)
-                if handler is not None:
+                if ((handler is not None or self._tagging) and operation is not None
+                        and engine.operation_has_body(operation, args)):
+                    out = primitive(*args, **kwargs)
+                elif handler is not None:
                     out = self.invoke(handler, ctx, callee, *args, **kwargs)
                 else:
                     if self._tagging:
@@ -519,7 +524,8 @@ class OperationSite:
                     out = self.operation.implementation(*args)
             else:
                 callee = self.operation.callee
-                out = runtime.operate(self.plan, callee, None, callee, args, {})
+                out = runtime.operate(self.plan, callee, None, callee, args, {},
+                                      self.operation.name)
             return (not out) if self.negate else out
         except BaseException as exception:
             _drop_library_entries(exception)

@@ -14,14 +14,14 @@ import sys
 import types
 
 from . import callables, dispatch, routing
-from .operations import OPERATIONS, ROW_CALLEES, Intercept
+from .operations import OPERATIONS, ROW_CALLEES, SPECIAL_METHODS as OPERATIONS_SPECIAL_METHODS, Intercept
 from .rewrite import kinds_for, template_for
 from .versions import LAYER
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
-from ._builtins import (AssertionError, BaseException, TypeError, callable,
-    compile, dict, eval, exec, getattr, isinstance, memoryview, staticmethod,
-    str, type)
+from ._builtins import (AssertionError, BaseException, TypeError, bool, callable,
+    classmethod, compile, dict, eval, exec, getattr, isinstance, len, memoryview,
+    property, staticmethod, str, type)
 
 _EMPTY = dispatch.Plan.empty
 
@@ -316,6 +316,65 @@ def metaclass_call(cls):
     """The Python ``__call__`` of ``cls``'s metaclass."""
     found = callables.lookup_on_type(type(cls), "__call__")
     return found.__func__ if type(found) is staticmethod else found
+
+
+_HEAPTYPE = 1 << 9         # Py_TPFLAGS_HEAPTYPE: a class made by Python code
+_ATTRIBUTE_HOOKS = {
+    "getattr": ("__getattribute__", "__getattr__"),
+    "setattr": ("__setattr__",),
+    "delattr": ("__delattr__",),
+}
+_DESCRIPTOR_METHODS = ("__get__", "__set__", "__delete__")
+
+
+def _is_python_code(found):
+    """True for a class attribute the interpreter would run as Python code."""
+    kind = type(found)
+    if kind is staticmethod or kind is classmethod:
+        found = found.__func__
+        kind = type(found)
+    return kind is types.FunctionType or bool(kind.__flags__ & _HEAPTYPE)
+
+
+def _implements(tp, names):
+    if not tp.__flags__ & _HEAPTYPE:
+        return False
+    for name in names:
+        found = callables.lookup_on_type(tp, name)
+        if found is not None and _is_python_code(found):
+            return True
+    return False
+
+
+def operation_has_body(name, args):
+    """SPEC §3.3: True when the operation ``name`` (of :mod:`operations`)
+    on ``args`` (as hooks see them) runs Python code of the program — an
+    operand's class implements it in Python (``__add__`` or the other
+    operand's ``__radd__`` …), or, for attribute access, the class
+    customises it in Python or the attribute is a property or a descriptor
+    of a Python class.  Such an operation recurses into that code; any
+    other is a primitive."""
+    if not args:
+        return False
+    hooks = _ATTRIBUTE_HOOKS.get(name)
+    if hooks is not None:
+        obj = args[0]
+        tp = type(obj)
+        if _implements(tp, hooks):
+            return True
+        attribute = args[1] if len(args) > 1 else None
+        if type(attribute) is not str:
+            return False
+        found = callables.lookup_on_type(tp, attribute)
+        if found is None and isinstance(obj, type):
+            found = callables.lookup_on_type(obj, attribute)
+        if found is None:
+            return False
+        kind = type(found)
+        return kind is property or _implements(kind, _DESCRIPTOR_METHODS)
+    first, second = OPERATIONS_SPECIAL_METHODS[name]
+    return (_implements(type(args[0]), first)
+            or (len(args) > 1 and _implements(type(args[1]), second)))
 
 
 def instance_call(obj):

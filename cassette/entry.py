@@ -13,7 +13,8 @@ import os
 import sys
 
 from . import callables
-from .engine import check_arguments
+from .engine import check_arguments, operation_has_body
+from .operations import OPERATIONS
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 if os.environ.get("CASSETTE_PURE_PYTHON", "") not in ("", "0"):
@@ -66,4 +67,11 @@ def canoverdub(ctx, f, /, *args, **kwargs):
     callee, _bound = callables.split_bound(f)
     if callables.is_frame_sensitive(callee):
         return False
+    operation = OPERATION_OF_CALLEE.get(id(callee))
+    if operation is not None and operation.callee is callee:
+        return not kwargs and operation_has_body(operation.name, args)
     return callables.body_kind(callee) is not None
+
+
+#: The operations of SPEC §3.1 by the identity of the callee hooks see.
+OPERATION_OF_CALLEE = {id(op.callee): op for op in OPERATIONS.values()}

@@ -33,10 +33,11 @@ from .entry import IMPLEMENTATION
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 if IMPLEMENTATION == "cython":
-    from ._core import Runtime as _Runtime, frame_runtime as _frame_runtime
+    from ._core import (Runtime as _Runtime, frame_runtime as _frame_runtime,
+                        handler_being_called as _handler_being_called)
 else:
     from ._pyruntime import Runtime as _Runtime
-    _frame_runtime = None
+    _frame_runtime = _handler_being_called = None
 
 _BYTECODE_DIR = os.path.dirname(os.path.abspath(sys.modules["bytecode"].__file__))
 
@@ -102,6 +103,23 @@ def on_behalf_of_program(frame):
     return False
 
 
+def _is_handler_frame(frame):
+    """True for the first frame of a handler the core is calling (the
+    pure-Python runtime calls handlers from a frame of its own, which
+    :func:`on_behalf_of_program` does not look past)."""
+    if _handler_being_called is None:
+        return False
+    handler = _handler_being_called()
+    if handler is None:
+        return False
+    function = getattr(handler, "__func__", handler)
+    code = getattr(function, "__code__", None)
+    if code is None:
+        call = callables.lookup_on_type(type(handler), "__call__")
+        code = getattr(getattr(call, "__func__", call), "__code__", None)
+    return code is frame.f_code
+
+
 class _Counter:
     def __init__(self, escapes, previous):
         self.escapes = escapes
@@ -117,7 +135,8 @@ class _Counter:
         return verdict
 
     def __call__(self, frame, event, arg):
-        if event == "call" and self._escaping(frame.f_code) and on_behalf_of_program(frame.f_back):
+        if (event == "call" and self._escaping(frame.f_code)
+                and on_behalf_of_program(frame.f_back) and not _is_handler_frame(frame)):
             code = frame.f_code
             self.escapes.frames[f"{code.co_filename}:{code.co_firstlineno} {code.co_qualname}"] += 1
         if self.previous is not None:

@@ -96,6 +96,39 @@ _define("delattr", delattr, Intercept.ATTRIBUTES)
 _define("iter", iter, Intercept.ITERATION)
 _define("next", next, Intercept.ITERATION)
 
+def _stem(name):
+    return {"and": "and", "or": "or"}.get(name, name)
+
+
+#: The special methods through which the interpreter runs each operation on
+#: operands of a class that defines them (reflected forms included):
+#: operation name -> (names looked up on the first operand's class, names
+#: looked up on the second's).  Attribute operations are decided separately
+#: (descriptors of the attribute matter too).
+SPECIAL_METHODS = {}
+for _name in _BINARY:
+    SPECIAL_METHODS[_name] = ((f"__{_stem(_name)}__", f"__r{_stem(_name)}__"),
+                              (f"__{_stem(_name)}__", f"__r{_stem(_name)}__"))
+for _name in _INPLACE:
+    _base = _name[1:]
+    SPECIAL_METHODS[_name] = ((f"__i{_stem(_base)}__", f"__{_stem(_base)}__", f"__r{_stem(_base)}__"),
+                              (f"__{_stem(_base)}__", f"__r{_stem(_base)}__"))
+for _name in _UNARY:
+    SPECIAL_METHODS[_name] = ((f"__{_name}__",), ())
+_REFLECTED = {"lt": "gt", "le": "ge", "eq": "eq", "ne": "ne", "gt": "lt", "ge": "le"}
+for _name in _COMPARE:
+    _names = (f"__{_name}__", f"__{_REFLECTED[_name]}__")
+    SPECIAL_METHODS[_name] = (_names, _names)
+SPECIAL_METHODS.update({
+    "contains": (("__contains__", "__iter__", "__getitem__"), ("__eq__",)),
+    "not": (("__bool__", "__len__"), ()),
+    "getitem": (("__getitem__", "__class_getitem__"), ("__index__", "__hash__", "__eq__")),
+    "setitem": (("__setitem__",), ("__index__", "__hash__", "__eq__")),
+    "delitem": (("__delitem__",), ("__index__", "__hash__", "__eq__")),
+    "iter": (("__iter__", "__getitem__"), ()),
+    "next": (("__next__",), ()),
+})
+
 BINARY_NAMES = tuple(_BINARY)
 INPLACE_NAMES = tuple(_INPLACE)
 UNARY_NAMES = tuple(_UNARY)
