@@ -601,6 +601,7 @@ cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_method_descriptor = callables.is_method_descriptor
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
 cdef object _route_class = routing.route_class
+cdef object _route_callee = routing.route_callee
 cdef object _operation_has_body = engine.operation_has_body
 
 cdef Py_ssize_t _generation = -1
@@ -887,6 +888,7 @@ cdef class Runtime:
                 return PyMethod_New(inner, owner)
         target = engine.target(self, f)
         if target is f and not _is_frame_sensitive(f):
+            _route_callee(f)
             target = cassette_primitive_new(f)
         if _is_stable(f):
             if len(self._resolved) >= CACHE_MAX:

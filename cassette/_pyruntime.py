@@ -371,6 +371,7 @@ def hooked(runtime, callee, plan, body):
     return hooked_call
 
 
+@callables.acts_for_program
 def _call_body(body, args, kwargs):
     """``body(*args, **kwargs)`` with the recursion budget of a plain call.
 

@@ -159,6 +159,18 @@ def route_argument(value):
         route_argument(value.__self__)      # f.__call__ calls f
 
 
+def route_callee(callee):
+    """Route what a primitive callee wraps and calls: the function under a
+    C wrapper such as ``functools.lru_cache``'s (its ``__wrapped__``), and
+    whatever :func:`route_argument` routes for it."""
+    if _route is None:
+        return
+    route_argument(callee)
+    wrapped = getattr(callee, "__wrapped__", None) if not isinstance(callee, type) else None
+    if wrapped is not None:
+        route_argument(wrapped)
+
+
 def route_new_classes():
     """Route every class alive and each module's ``__getattr__`` and
     ``__dir__`` — once, then again whenever modules have been imported
