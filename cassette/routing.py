@@ -54,12 +54,14 @@ _MethodWrapperType = types.MethodWrapperType
 _route = None               # the core's routing primitive, once installed
 _modules_seen = -1          # len(sys.modules) at the last process scan
 _classes_seen = {}          # id(class) -> (class, number of entries routed)
-#: Module functions the interpreter calls by name: in every module, and in
-#: particular ones (the import system's, the warnings machinery's).
+#: Module functions the interpreter calls itself: in every module, and in
+#: particular ones (the import system's and the warnings machinery's, called
+#: by name; the standard codec search function, registered at start-up).
 _MODULE_HOOKS = ("__getattr__", "__dir__")
 _CALLED_BY_NAME = {
     "importlib._bootstrap": ("_find_and_load", "_handle_fromlist", "_lock_unlock_module"),
     "warnings": ("_showwarnmsg",),
+    "encodings": ("search_function",),
 }
 
 
