@@ -363,26 +363,36 @@ cdef extern from *:
        as ever from un-rewritten code; a *protocol* function (a special
        method or a property accessor) must not be inlined by a protocol
        specialization, so on 3.12+ it is routed as the API provides, which
-       also retires its function version (3.11 has no way to do that and
-       inlines a Python __getitem__: see the version layer). */
+       also retires its function version.  3.11 reassigns a retired version,
+       but inlines a __getitem__ only when its version fits in 16 bits: a
+       protocol function gets a version of its own above that range (counted
+       down from the top, far from the interpreter's own, which count up from
+       1), so calls of it still specialize and its __getitem__ is never
+       inlined. */
+    #if PY_VERSION_HEX < 0x030C0000
+    static uint32_t cassette_next_protocol_version = 0xFFFFFFFFu;
+    #endif
+
     static int cassette_route_function(PyObject *func, int protocol) {
         if (Py_TYPE(func) != &PyFunction_Type) return 0;
         PyFunctionObject *f = (PyFunctionObject *)func;
-        if (f->vectorcall == NULL || f->vectorcall != cassette_function_vectorcall) {
-    #if PY_VERSION_HEX >= 0x030C0000
-            if (protocol && f->vectorcall == cassette_trampoline && f->func_version != 0) {
-                PyFunction_SetVectorcall(f, cassette_trampoline);
-                return 1;
-            }
-    #endif
+        int routed = f->vectorcall == cassette_trampoline;
+        if (!routed && (f->vectorcall == NULL || f->vectorcall != cassette_function_vectorcall))
             return 0;
-        }
     #if PY_VERSION_HEX >= 0x030C0000
         if (protocol) {
+            if (routed && f->func_version == 0) return 0;
             PyFunction_SetVectorcall(f, cassette_trampoline);
             return 1;
         }
+    #else
+        if (protocol && f->func_version <= 0xFFFFu) {
+            f->func_version = cassette_next_protocol_version--;
+            f->vectorcall = cassette_trampoline;
+            return 1;
+        }
     #endif
+        if (routed) return 0;
         f->vectorcall = cassette_trampoline;
         return 1;
     }

@@ -21,7 +21,17 @@ without cassette's routing reaching it, or code cassette could not rewrite
 
 Counting uses a profile function (``sys.setprofile``) on the calling thread
 for the duration of the block, chained to any profile function already
-installed; it slows the code it watches several times over.
+installed; it slows the code it watches several times over.  On 3.11 a
+profile function also turns off the interpreter's specialization, under
+which it would inline a Python ``__getitem__`` at a hot ``obj[i]``; cassette
+keeps that from happening (see ``cassette/_core.pyx``), but the counter
+cannot witness it there.
+
+With the Cython core, the interpreter's own calls of Python code are routed
+(:mod:`cassette.routing`) and do not escape.  The pure-Python runtime has no
+routing: code the interpreter calls from C — a Python ``__add__`` behind
+``a + b``, a sort key, a property getter — escapes under it, and this
+counter reports it.
 """
 
 import collections

@@ -21,6 +21,7 @@ the tests check exactly that, so a change in either direction is noticed.
 """
 
 import asyncio
+import collections
 import functools
 import heapq
 import itertools
@@ -667,3 +668,25 @@ def test_hooks_run_plainly_even_when_routed():
     cassette.overdub(Counting(), p_binary)
     assert seen not in calls[:1]
     assert calls.count(seen) == (0 if PURE else 1)
+
+
+def test_warm_sites_do_not_inline_python_protocol_code():
+    """The interpreter specializes a hot site and may then run a Python
+    ``__getitem__`` or property getter without calling it (3.11 inlines
+    ``__getitem__``, 3.12+ also property getters): routed protocol code
+    must never be inlined.  Counted by operations, not by the escape
+    counter, whose profile function turns specialization off on 3.11."""
+    def program():
+        bag, point, total = Bag(*range(2000)), Point(3), 0
+        for i in range(2000):
+            total += bag[i] + point.x
+        return total
+
+    expected = program()
+    ctx = Observer(metadata=[])
+    assert cassette.overdub(ctx, program) == expected
+    counts = collections.Counter(tag for _kind, tag in ctx.metadata)
+    if PURE:
+        assert counts == {}
+    else:
+        assert counts == {"getitem": 2000, "property-get": 2000}
