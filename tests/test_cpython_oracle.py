@@ -12,6 +12,8 @@ import sys
 
 import pytest
 
+from cassette.entry import IMPLEMENTATION
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cpython_oracle as oracle  # noqa: E402
 
@@ -30,10 +32,14 @@ def test_plain_run_passes_something(module_name):
 
 @pytest.mark.parametrize("module_name", oracle.MODULES)
 def test_nothing_context(module_name):
+    """Every test passes overdubbed and, with the Cython core, no frame of
+    any test escapes (SPEC §3.3; the pure-Python runtime has no routing)."""
     plain = plain_outcome(module_name)
-    dubbed = oracle.run_module(module_name, oracle.Nothing())
+    dubbed = oracle.run_module(module_name, oracle.Nothing(), count_escapes=True)
     lost = oracle.regressions(plain, dubbed)
     assert not lost, oracle.describe(module_name, "Nothing", lost)
+    if IMPLEMENTATION == "cython":
+        assert dubbed.escapes.total == 0, dubbed.escapes.report()
 
 
 @pytest.mark.parametrize("module_name", oracle.MODULES)
