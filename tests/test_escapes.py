@@ -35,11 +35,10 @@ class Nothing(cassette.Context):
 
 def json_pure_encoder():
     """The pure-Python json encoder (the C accelerator bypassed)."""
-    encoder = json.encoder.JSONEncoder(sort_keys=True, indent=1)
-    encoder.encode = json.encoder.JSONEncoder.encode.__get__(encoder)
+    encoder = json.encoder.JSONEncoder(sort_keys=True)
     data = {"b": [1, 2.5, None, True], "a": {"x": "y\u00e9", "n": [{"k": i} for i in range(3)]}}
     chunks = json.encoder._make_iterencode(
-        {}, encoder.default, json.encoder.py_encode_basestring, encoder.indent,
+        {}, encoder.default, json.encoder.py_encode_basestring, " ",
         float.__repr__, encoder.key_separator, encoder.item_separator,
         encoder.sort_keys, encoder.skipkeys, True)(data, 0)
     return "".join(chunks)

@@ -690,3 +690,20 @@ def test_warm_sites_do_not_inline_python_protocol_code():
         assert counts == {}
     else:
         assert counts == {"getitem": 2000, "property-get": 2000}
+
+
+def test_routing_changes_no_object_the_program_can_observe():
+    add, code = Num.__add__, Num.__add__.__code__
+    getter = Point.__dict__["x"].fget
+
+    def program():
+        m = map(double, [1, 2])
+        made = m.__reduce__()[1][0]
+        return (made is double, list(m), Num.__add__ is add, Num.__add__.__code__ is code,
+                Point.__dict__["x"].fget is getter, (Num(1) + Num(1)).v, Point(5).x)
+
+    expected = program()
+    assert expected == (True, [2, 4], True, True, True, 2, 5)
+    assert cassette.overdub(Recorder(metadata=[]), program) == expected
+    assert cassette.overdub(Observer(metadata=[]), program) == expected
+    assert Num.__add__ is add and Num.__add__.__code__ is code
