@@ -473,9 +473,10 @@ cdef extern from *:
             return 0;
         }
         if (cassette_route_argument == NULL) return 0;
+        /* Routing is the library's business: whatever goes wrong in it
+           (memory) must not become the program's exception. */
         PyObject *done = PyObject_CallOneArg(cassette_route_argument, arg);
-        if (done == NULL) return -1;
-        Py_DECREF(done);
+        if (done == NULL) PyErr_Clear(); else Py_DECREF(done);
         if (cls != NULL) cassette_class_saw(cls);
         return 0;
     }
@@ -513,20 +514,12 @@ cdef extern from *:
         return result;
     }
 
-    static int cassette_primitive_traverse(PyObject *self, visitproc visit, void *arg) {
-        Py_VISIT(((CassettePrimitive *)self)->target);
-        return 0;
-    }
-
-    static int cassette_primitive_clear(PyObject *self) {
-        Py_CLEAR(((CassettePrimitive *)self)->target);
-        return 0;
-    }
-
+    /* Not a GC object: it only refers to a primitive (a C callable), and
+       programs that count their objects (gc.get_objects()) must not see
+       cassette's. */
     static void cassette_primitive_dealloc(PyObject *self) {
-        PyObject_GC_UnTrack(self);
-        cassette_primitive_clear(self);
-        PyObject_GC_Del(self);
+        Py_CLEAR(((CassettePrimitive *)self)->target);
+        PyObject_Free(self);
     }
 
     static PyObject *cassette_primitive_repr(PyObject *self) {
@@ -541,22 +534,19 @@ cdef extern from *:
         .tp_vectorcall_offset = offsetof(CassettePrimitive, vectorcall),
         .tp_call = PyVectorcall_Call,
         .tp_repr = cassette_primitive_repr,
-        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
         .tp_doc = "A primitive called from rewritten code: its arguments routed first.",
-        .tp_traverse = cassette_primitive_traverse,
-        .tp_clear = cassette_primitive_clear,
     };
 
     static PyObject *cassette_primitive_new(PyObject *target) {
         if (!(CassettePrimitiveType.tp_flags & Py_TPFLAGS_READY)
                 && PyType_Ready(&CassettePrimitiveType) < 0)
             return NULL;
-        CassettePrimitive *self = PyObject_GC_New(CassettePrimitive, &CassettePrimitiveType);
+        CassettePrimitive *self = PyObject_New(CassettePrimitive, &CassettePrimitiveType);
         if (self == NULL) return NULL;
         Py_INCREF(target);
         self->target = target;
         self->vectorcall = cassette_primitive_call;
-        PyObject_GC_Track((PyObject *)self);
         return (PyObject *)self;
     }
 
@@ -574,6 +564,8 @@ cdef extern from *:
     void *cassette_set_handler(void *handler)
     object cassette_handler_being_called()
     object cassette_primitive_new(object target)
+    int cassette_class_seen(PyTypeObject *tp)
+    void cassette_class_saw(PyTypeObject *tp)
     int cassette_route_one(object arg) except -1
     void cassette_install_argument_routing(object route_argument, object partial_type,
                                            object method_wrapper_type)
@@ -1275,4 +1267,14 @@ def frame_runtime(frame):
     return cassette_frame_runtime(frame)
 
 
-routing.install(route)
+def class_seen(cls):
+    """True when this version of ``cls`` was noted by :func:`note_class_seen`."""
+    return bool(cassette_class_seen(<PyTypeObject *>cls))
+
+
+def note_class_seen(cls):
+    """Note that the current version of ``cls`` was routed."""
+    cassette_class_saw(<PyTypeObject *>cls)
+
+
+routing.install(route, class_seen, note_class_seen)

@@ -25,6 +25,9 @@ MethodWrapperType = types.MethodWrapperType
 #: ``Py_TPFLAGS_METHOD_DESCRIPTOR``: calling ``descr.__get__(obj)(*args)`` is
 #: the same as ``descr(obj, *args)``.
 METHOD_DESCRIPTOR_FLAG = 1 << 17
+#: ``Py_TPFLAGS_TYPE_SUBCLASS``: the object is a class (tested on its type,
+#: without ``isinstance``, which may run the program's ``__class__``).
+_TYPE_SUBCLASS = 1 << 31
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -99,16 +102,20 @@ def _builtin_descriptor(f, owner):
     to ``owner`` equals ``f`` is it (``super().append`` binds ``list``'s even
     when a subclass shadows ``append``)."""
     name = f.__name__
-    owner_is_type = isinstance(owner, type)
+    owner_is_type = bool(type(owner).__flags__ & _TYPE_SUBCLASS)
     key = (owner, name, True) if owner_is_type else (type(owner), name)
+    # A class whose metaclass is computing its MRO has none yet.
+    owner_mro = type.__dict__["__mro__"].__get__(owner) if owner_is_type else ()
+    if owner_is_type and owner_mro is None:
+        key, owner_mro = None, (owner,)
     try:
-        candidates = _descriptor_cache.get(key)
+        candidates = None if key is None else _descriptor_cache.get(key)
     except TypeError:           # an unhashable class: look it up each time
         key, candidates = None, None
     if candidates is None:
         candidates = []
         if owner_is_type:
-            for klass in owner.__mro__:
+            for klass in owner_mro:
                 found = klass.__dict__.get(name)
                 if type(found) is types.ClassMethodDescriptorType:
                     candidates.append((found, None, owner))

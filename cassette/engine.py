@@ -231,7 +231,7 @@ def build_class(runtime, func, name, /, *bases, **kwds):
         if type(func) is types.FunctionType and not callables.is_library_code(func.__code__):
             func = runtime.rewritten(func)
         cls = _build_class(func, name, *bases, **kwds)
-        if isinstance(cls, type):
+        if type(cls).__flags__ & _TYPE_SUBCLASS:
             routing.route_class(cls)
         return cls
     except BaseException as exception:
@@ -319,6 +319,7 @@ def metaclass_call(cls):
 
 
 _HEAPTYPE = 1 << 9         # Py_TPFLAGS_HEAPTYPE: a class made by Python code
+_TYPE_SUBCLASS = 1 << 31   # Py_TPFLAGS_TYPE_SUBCLASS: the object is a class
 _ATTRIBUTE_HOOKS = {
     "getattr": ("__getattribute__", "__getattr__"),
     "setattr": ("__setattr__",),
@@ -366,7 +367,7 @@ def operation_has_body(name, args):
         if type(attribute) is not str:
             return False
         found = callables.lookup_on_type(tp, attribute)
-        if found is None and isinstance(obj, type):
+        if found is None and tp.__flags__ & _TYPE_SUBCLASS:
             found = callables.lookup_on_type(obj, attribute)
         if found is None:
             return False

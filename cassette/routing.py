@@ -12,13 +12,12 @@ nothing the program can observe.
 
 This module decides what to route:
 
-* for a class (:func:`route_class`), every function its namespace holds —
-  its special methods (which the interpreter calls through protocols), its
-  other methods (which C code calls by name: ``bisect.insort`` calls
-  ``insert``, ``print`` calls ``write``, ``dict(mapping)`` calls ``keys``),
-  its static and class methods, the accessors of its properties — and those
-  of the classes of its other descriptors (``functools.cached_property``
-  …);
+* for a class (:func:`route_class`), its special methods (which the
+  interpreter calls through protocols), the methods C code calls by name
+  (:data:`METHODS_CALLED_BY_NAME`: ``bisect.insort`` calls ``insert``,
+  ``print`` calls ``write``, ``dict(mapping)`` calls ``keys``), the
+  accessors of its properties, and the special methods of the classes of
+  its other descriptors (``functools.cached_property`` …);
 * for a call of a primitive (:func:`route_argument`), each Python callable
   handed to it — ``sorted(xs, key=f)``, ``map(obj.method, xs)`` — and the
   class of each argument, whose methods the primitive may call
@@ -28,9 +27,13 @@ This module decides what to route:
   interpreter calls by name (the import system's ``_find_and_load`` …),
   again whenever modules have been imported since.
 
-Routing a plain function leaves every Python-to-Python call of it as fast
-as before; a function the interpreter calls through a protocol (a special
-method, a property accessor) loses the interpreter's inlining of it.
+Routing a plain function leaves its positional Python-to-Python calls as
+fast as before, but (3.12+) a call of it with keyword arguments from code
+that is not overdubbed is no longer inlined, and so uses C stack; a function
+the interpreter calls through a protocol (a special method, a property
+accessor) loses the interpreter's inlining of it altogether.  Hence the
+restraint above: a class's plain methods are routed only when C code is
+known to call them by name.
 
 The core calls :func:`install` with its routing primitive; under the
 pure-Python runtime nothing is installed and routing is a no-op (that
@@ -45,31 +48,53 @@ from . import callables
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 _HEAPTYPE = 1 << 9          # Py_TPFLAGS_HEAPTYPE: a class made by Python code
+_TYPE_SUBCLASS = 1 << 31    # Py_TPFLAGS_TYPE_SUBCLASS: the object is a class
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 _ModuleType = types.ModuleType
 _partial = functools.partial
 _MethodWrapperType = types.MethodWrapperType
+_WrapperDescriptorType = types.WrapperDescriptorType
 
 _route = None               # the core's routing primitive, once installed
 _modules_seen = -1          # len(sys.modules) at the last process scan
-_classes_seen = {}          # id(class) -> (class, number of entries routed)
+_class_seen = _note_class_seen = None
 #: Module functions the interpreter calls itself: in every module, and in
 #: particular ones (the import system's and the warnings machinery's, called
 #: by name; the standard codec search function, registered at start-up).
 _MODULE_HOOKS = ("__getattr__", "__dir__")
 _CALLED_BY_NAME = {
-    "importlib._bootstrap": ("_find_and_load", "_handle_fromlist", "_lock_unlock_module"),
-    "warnings": ("_showwarnmsg",),
+    "importlib._bootstrap": ("_find_and_load", "_handle_fromlist", "_lock_unlock_module",
+                             "_module_repr"),
+    "warnings": ("_showwarnmsg", "_warn_unawaited_coroutine"),
     "encodings": ("search_function",),
+    "copyreg": ("_reconstructor", "_reduce_ex", "__newobj__", "__newobj_ex__"),
+    "typing": ("_generic_class_getitem", "_generic_init_subclass"),
 }
 
+#: Methods the interpreter and the standard library's C code call by name
+#: (besides special methods): file-like objects (print, io), codecs,
+#: ``bisect.insort`` (``insert``), ``dict(mapping)`` (``keys``),
+#: ``yield from``/``await`` on iterators (``send``, ``throw``, ``close``),
+#: class creation (``mro``) and pickling.  A plain method is routed only if
+#: its name is here: routing a function costs the interpreter's inlining of
+#: calls of it with keyword arguments (3.12+), which deep recursion in code
+#: that is not overdubbed would feel.
+METHODS_CALLED_BY_NAME = frozenset({
+    "write", "writelines", "flush", "read", "read1", "readline", "readlines", "readinto",
+    "readinto1", "fileno", "isatty", "seek", "tell", "truncate", "close", "readable",
+    "writable", "seekable", "encode", "decode", "getstate", "setstate", "reset",
+    "insert", "keys", "send", "throw", "mro", "persistent_id", "persistent_load",
+    "find_class", "reducer_override",
+})
 
-def install(route):
-    """Install the core's primitive: ``route(function)`` routes one Python
-    function and returns True if it was not routed yet."""
-    global _route
-    _route = route
+
+def install(route, class_seen, note_class_seen):
+    """Install the core's primitives: ``route(function, protocol)`` routes
+    one Python function; ``class_seen(cls)`` and ``note_class_seen(cls)``
+    remember which versions of classes were routed already."""
+    global _route, _class_seen, _note_class_seen
+    _route, _class_seen, _note_class_seen = route, class_seen, note_class_seen
 
 
 def is_active():
@@ -87,20 +112,22 @@ def _route_function(function, protocol=False):
 
 
 def _route_own_entries(klass):
-    """Route what ``klass``'s own ``__dict__`` holds (see the module doc)."""
-    namespace = klass.__dict__
-    entry = _classes_seen.get(id(klass))
-    if entry is not None and entry[0] is klass and entry[1] == len(namespace):
+    """Route what ``klass``'s own ``__dict__`` holds (see the module doc),
+    unless the core has seen this version of the class already (a class's
+    version changes whenever the class does; the core keeps no reference to
+    it, so routing creates no object a program could count)."""
+    if _class_seen(klass):
         return
-    if len(_classes_seen) >= 65536:
-        _classes_seen.clear()
-    _classes_seen[id(klass)] = (klass, len(namespace))
+    _note_class_seen(klass)
+    namespace = klass.__dict__
     for name, value in list(namespace.items()):
         kind = type(value)
-        if kind is _FunctionType:
-            _route_function(value, _is_dunder(name))
-        elif kind is staticmethod or kind is classmethod:
-            _route_function(value.__func__, _is_dunder(name))
+        if kind is _FunctionType or kind is staticmethod or kind is classmethod:
+            function = value if kind is _FunctionType else value.__func__
+            if _is_dunder(name):
+                _route_function(function, True)
+            elif name in METHODS_CALLED_BY_NAME:
+                _route_function(function)
         elif kind is property:
             _route_function(value.fget, True)
             _route_function(value.fset, True)
@@ -122,7 +149,8 @@ def route_class(cls):
     its metaclass's)."""
     if _route is None:
         return
-    for klass in cls.__mro__:
+    # While a metaclass computes it, a class has no MRO yet.
+    for klass in type.__dict__["__mro__"].__get__(cls) or (cls,):
         if klass.__flags__ & _HEAPTYPE and not _is_library_class(klass):
             _route_own_entries(klass)
     metaclass = type(cls)
@@ -150,7 +178,7 @@ def route_argument(value):
         route_argument(value.__self__)
     elif kind is staticmethod or kind is classmethod:
         _route_function(value.__func__)
-    elif isinstance(value, type):
+    elif kind.__flags__ & _TYPE_SUBCLASS:
         if value.__flags__ & _HEAPTYPE:
             route_class(value)
     elif kind.__flags__ & _HEAPTYPE:
@@ -168,9 +196,26 @@ def route_callee(callee):
     if _route is None:
         return
     route_argument(callee)
-    wrapped = getattr(callee, "__wrapped__", None) if not isinstance(callee, type) else None
-    if wrapped is not None:
-        route_argument(wrapped)
+    if _reading_runs_no_python(type(callee), "__wrapped__"):
+        wrapped = getattr(callee, "__wrapped__", None)
+        if wrapped is not None:
+            route_argument(wrapped)
+
+
+def _reading_runs_no_python(kind, name):
+    """True when reading attribute ``name`` of an instance of ``kind`` runs
+    no code of the program (no Python ``__getattribute__``/``__getattr__``,
+    no Python descriptor of that name)."""
+    if kind.__flags__ & _TYPE_SUBCLASS:
+        return False
+    getattribute = callables.lookup_on_type(kind, "__getattribute__")
+    if getattribute is not object.__dict__["__getattribute__"] and (
+            type(getattribute) is not _WrapperDescriptorType):
+        return False
+    if callables.lookup_on_type(kind, "__getattr__") is not None:
+        return False
+    found = callables.lookup_on_type(kind, name)
+    return found is None or not type(found).__flags__ & _HEAPTYPE and type(found) is not property
 
 
 def route_new_classes():

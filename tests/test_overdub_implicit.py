@@ -26,6 +26,7 @@ import functools
 import heapq
 import itertools
 import operator
+import sys
 
 import pytest
 
@@ -707,3 +708,25 @@ def test_routing_changes_no_object_the_program_can_observe():
     assert cassette.overdub(Recorder(metadata=[]), program) == expected
     assert cassette.overdub(Observer(metadata=[]), program) == expected
     assert Num.__add__ is add and Num.__add__.__code__ is code
+
+
+def test_plain_code_keeps_its_recursion_depth_after_routing():
+    """Routing a class must not cost code that is not overdubbed its
+    recursion depth: a plain method recursing with keyword arguments is
+    still inlined by the interpreter (3.12 would otherwise spend C stack on
+    every level and stop short of depth 900)."""
+    class Tower:
+        def down(self, n=0):
+            return 0 if n == 0 else 1 + self.down(n=n - 1)
+
+        def __repr__(self):
+            return "Tower()"
+
+    assert cassette.overdub(Observer(metadata=[]), lambda: (Tower().down(n=3), repr(Tower()))) \
+        == (3, "Tower()")
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 6000))
+    try:
+        assert Tower().down(n=4000) == 4000
+    finally:
+        sys.setrecursionlimit(limit)
