@@ -60,21 +60,29 @@ _route = None               # the core's routing primitive, once installed
 _modules_seen = -1          # len(sys.modules) at the last process scan
 _class_seen = _note_class_seen = None
 #: Module functions the interpreter calls itself: in every module, and in
-#: particular ones (the import system's and the warnings machinery's, called
-#: by name; the standard codec search function, registered at start-up).
+#: particular ones (the import system's, the warnings machinery's, pickling's,
+#: typing's and asyncio's, which C code calls by name; the standard codec
+#: search function, registered at start-up).
 _MODULE_HOOKS = ("__getattr__", "__dir__")
 _CALLED_BY_NAME = {
     "importlib._bootstrap": ("_find_and_load", "_handle_fromlist", "_lock_unlock_module",
                              "_module_repr"),
     "warnings": ("_showwarnmsg", "_warn_unawaited_coroutine"),
     "encodings": ("search_function",),
-    "copyreg": ("_reconstructor", "_reduce_ex", "__newobj__", "__newobj_ex__"),
-    "typing": ("_generic_class_getitem", "_generic_init_subclass"),
+    "copyreg": ("_reconstructor", "_reduce_ex", "__newobj__", "__newobj_ex__", "_slotnames"),
+    "typing": ("_generic_class_getitem", "_generic_init_subclass", "_typevar_subst"),
+    "asyncio.base_tasks": ("_task_repr", "_task_get_stack", "_task_print_stack"),
+    "asyncio.base_futures": ("_future_repr",),
+    "asyncio.events": ("get_event_loop_policy",),
 }
+#: The hooks of ``sys`` the interpreter calls, when the program set them.
+_SYS_HOOKS = ("excepthook", "displayhook", "unraisablehook", "breakpointhook")
 
 #: Methods the interpreter and the standard library's C code call by name
 #: (besides special methods): file-like objects (print, io), codecs,
-#: ``bisect.insort`` (``insert``), ``dict(mapping)`` (``keys``),
+#: ``bisect.insort`` (``insert``), ``dict(mapping)`` (``keys``), mapping
+#: patterns of ``match`` (``get``), asyncio's C tasks (``call_soon``,
+#: ``get_debug``, their weak set's ``add``/``discard``),
 #: ``yield from``/``await`` on iterators (``send``, ``throw``, ``close``),
 #: class creation (``mro``) and pickling.  A plain method is routed only if
 #: its name is here: routing a function costs the interpreter's inlining of
@@ -84,8 +92,8 @@ METHODS_CALLED_BY_NAME = frozenset({
     "write", "writelines", "flush", "read", "read1", "readline", "readlines", "readinto",
     "readinto1", "fileno", "isatty", "seek", "tell", "truncate", "close", "readable",
     "writable", "seekable", "encode", "decode", "getstate", "setstate", "reset",
-    "insert", "keys", "send", "throw", "mro", "persistent_id", "persistent_load",
-    "find_class", "reducer_override",
+    "insert", "keys", "get", "add", "discard", "send", "throw", "mro", "persistent_id",
+    "persistent_load", "find_class", "reducer_override", "call_soon", "get_debug",
 })
 
 
@@ -219,11 +227,16 @@ def _reading_runs_no_python(kind, name):
 
 
 def route_new_classes():
-    """Route every class alive and each module's ``__getattr__`` and
-    ``__dir__`` — once, then again whenever modules have been imported
-    since (a cheap check, made at each entry of ``overdub``)."""
+    """Route the hooks of ``sys`` the program set, and every class alive,
+    each module's ``__getattr__`` and ``__dir__`` and the module functions
+    the interpreter calls — once, then again whenever modules have been
+    imported since (a cheap check, made at each entry of ``overdub``)."""
     global _modules_seen
-    if _route is None or len(sys.modules) == _modules_seen:
+    if _route is None:
+        return
+    for name in _SYS_HOOKS:         # set at any time, so looked at each time
+        route_argument(getattr(sys, name, None))
+    if len(sys.modules) == _modules_seen:
         return
     _modules_seen = len(sys.modules)
     for module in list(sys.modules.values()):
