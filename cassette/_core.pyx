@@ -433,15 +433,26 @@ cdef extern from *:
     static PyTypeObject *cassette_partial_type = NULL;
     static PyTypeObject *cassette_method_wrapper_type = NULL;
 
+    /* A class's version tag, 0 when it has none (3.11 marks valid tags
+       with a flag; 3.12+ assign one on request, 3.13 keeps no flag). */
+    static inline unsigned int cassette_class_version(PyTypeObject *tp) {
+    #if PY_VERSION_HEX >= 0x030C0000
+        if (tp->tp_version_tag == 0) PyUnstable_Type_AssignVersionTag(tp);
+        return tp->tp_version_tag;
+    #else
+        return (tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+    #endif
+    }
+
     static inline int cassette_class_seen(PyTypeObject *tp) {
-        if (!(tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || tp->tp_version_tag == 0)
-            return 0;
+        unsigned int version = cassette_class_version(tp);
+        if (version == 0) return 0;
         CassetteSeen *slot = &cassette_seen[((uintptr_t)tp >> 4) % CASSETTE_SEEN_SIZE];
-        return slot->type == tp && slot->version == tp->tp_version_tag;
+        return slot->type == tp && slot->version == version;
     }
 
     static inline void cassette_class_saw(PyTypeObject *tp) {
-        if (!(tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || tp->tp_version_tag == 0)
+        if (cassette_class_version(tp) == 0)
             return;
         CassetteSeen *slot = &cassette_seen[((uintptr_t)tp >> 4) % CASSETTE_SEEN_SIZE];
         slot->type = tp;
