@@ -25,9 +25,12 @@ MethodWrapperType = types.MethodWrapperType
 #: ``Py_TPFLAGS_METHOD_DESCRIPTOR``: calling ``descr.__get__(obj)(*args)`` is
 #: the same as ``descr(obj, *args)``.
 METHOD_DESCRIPTOR_FLAG = 1 << 17
-#: ``Py_TPFLAGS_TYPE_SUBCLASS``: the object is a class (tested on its type,
-#: without ``isinstance``, which may run the program's ``__class__``).
-_TYPE_SUBCLASS = 1 << 31
+#: ``Py_TPFLAGS_HEAPTYPE``: a class made by Python code (not a C type).
+HEAPTYPE_FLAG = 1 << 9
+#: ``Py_TPFLAGS_TYPE_SUBCLASS``: instances are classes.
+TYPE_SUBCLASS_FLAG = 1 << 31
+#: The methods that make an object found on a class a descriptor.
+DESCRIPTOR_METHODS = ("__get__", "__set__", "__delete__")
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -50,6 +53,21 @@ def lookup_on_type(tp, name):
         if found is not NO_SELF:
             return found
     return None
+
+
+def is_class(obj):
+    """True when ``obj`` is a class, decided from its type alone (unlike
+    ``isinstance``, which may run the program's ``__class__``)."""
+    return bool(type(obj).__flags__ & TYPE_SUBCLASS_FLAG)
+
+
+def computed_mro(cls):
+    """``cls.__mro__`` as the class holds it (no metaclass attribute can
+    shadow it), or None while a metaclass is computing it."""
+    return _MRO_OF_CLASS.__get__(cls)
+
+
+_MRO_OF_CLASS = type.__dict__["__mro__"]
 
 
 def is_method_descriptor(obj):
@@ -102,11 +120,10 @@ def _builtin_descriptor(f, owner):
     to ``owner`` equals ``f`` is it (``super().append`` binds ``list``'s even
     when a subclass shadows ``append``)."""
     name = f.__name__
-    owner_is_type = bool(type(owner).__flags__ & _TYPE_SUBCLASS)
+    owner_is_type = is_class(owner)
     key = (owner, name, True) if owner_is_type else (type(owner), name)
-    # A class whose metaclass is computing its MRO has none yet.
-    owner_mro = type.__dict__["__mro__"].__get__(owner) if owner_is_type else ()
-    if owner_is_type and owner_mro is None:
+    owner_mro = computed_mro(owner) if owner_is_type else ()
+    if owner_mro is None:           # being computed: not a state to cache
         key, owner_mro = None, (owner,)
     try:
         candidates = None if key is None else _descriptor_cache.get(key)

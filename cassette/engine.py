@@ -231,7 +231,7 @@ def build_class(runtime, func, name, /, *bases, **kwds):
         if type(func) is types.FunctionType and not callables.is_library_code(func.__code__):
             func = runtime.rewritten(func)
         cls = _build_class(func, name, *bases, **kwds)
-        if type(cls).__flags__ & _TYPE_SUBCLASS:
+        if callables.is_class(cls):
             routing.route_class(cls)
         return cls
     except BaseException as exception:
@@ -318,14 +318,12 @@ def metaclass_call(cls):
     return found.__func__ if type(found) is staticmethod else found
 
 
-_HEAPTYPE = 1 << 9         # Py_TPFLAGS_HEAPTYPE: a class made by Python code
-_TYPE_SUBCLASS = 1 << 31   # Py_TPFLAGS_TYPE_SUBCLASS: the object is a class
+_HEAPTYPE = callables.HEAPTYPE_FLAG
 _ATTRIBUTE_HOOKS = {
     "getattr": ("__getattribute__", "__getattr__"),
     "setattr": ("__setattr__",),
     "delattr": ("__delattr__",),
 }
-_DESCRIPTOR_METHODS = ("__get__", "__set__", "__delete__")
 
 
 def _is_python_code(found):
@@ -367,12 +365,12 @@ def operation_has_body(name, args):
         if type(attribute) is not str:
             return False
         found = callables.lookup_on_type(tp, attribute)
-        if found is None and tp.__flags__ & _TYPE_SUBCLASS:
+        if found is None and callables.is_class(obj):
             found = callables.lookup_on_type(obj, attribute)
         if found is None:
             return False
         kind = type(found)
-        return kind is property or _implements(kind, _DESCRIPTOR_METHODS)
+        return kind is property or _implements(kind, callables.DESCRIPTOR_METHODS)
     first, second = OPERATIONS_SPECIAL_METHODS[name]
     return (_implements(type(args[0]), first)
             or (len(args) > 1 and _implements(type(args[1]), second)))

@@ -96,10 +96,6 @@ _define("delattr", delattr, Intercept.ATTRIBUTES)
 _define("iter", iter, Intercept.ITERATION)
 _define("next", next, Intercept.ITERATION)
 
-def _stem(name):
-    return {"and": "and", "or": "or"}.get(name, name)
-
-
 #: The special methods through which the interpreter runs each operation on
 #: operands of a class that defines them (reflected forms included):
 #: operation name -> (names looked up on the first operand's class, names
@@ -107,12 +103,11 @@ def _stem(name):
 #: (descriptors of the attribute matter too).
 SPECIAL_METHODS = {}
 for _name in _BINARY:
-    SPECIAL_METHODS[_name] = ((f"__{_stem(_name)}__", f"__r{_stem(_name)}__"),
-                              (f"__{_stem(_name)}__", f"__r{_stem(_name)}__"))
+    _names = (f"__{_name}__", f"__r{_name}__")
+    SPECIAL_METHODS[_name] = (_names, _names)
 for _name in _INPLACE:
-    _base = _name[1:]
-    SPECIAL_METHODS[_name] = ((f"__i{_stem(_base)}__", f"__{_stem(_base)}__", f"__r{_stem(_base)}__"),
-                              (f"__{_stem(_base)}__", f"__r{_stem(_base)}__"))
+    _names = (f"__{_name[1:]}__", f"__r{_name[1:]}__")
+    SPECIAL_METHODS[_name] = ((f"__{_name}__",) + _names, _names)
 for _name in _UNARY:
     SPECIAL_METHODS[_name] = ((f"__{_name}__",), ())
 _REFLECTED = {"lt": "gt", "le": "ge", "eq": "eq", "ne": "ne", "gt": "lt", "ge": "le"}

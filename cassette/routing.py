@@ -35,9 +35,10 @@ accessor) loses the interpreter's inlining of it altogether.  Hence the
 restraint above: a class's plain methods are routed only when C code is
 known to call them by name.
 
-The core calls :func:`install` with its routing primitive; under the
-pure-Python runtime nothing is installed and routing is a no-op (that
-runtime reaches implicit code through rewritten operator sites only).
+The core calls :func:`install` with its routing primitives; under the
+pure-Python runtime nothing is installed and routing is a no-op (what the
+interpreter calls from C then escapes, and :mod:`cassette.escapes` counts
+it).
 """
 
 import functools
@@ -47,8 +48,8 @@ import types
 from . import callables
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
-_HEAPTYPE = 1 << 9          # Py_TPFLAGS_HEAPTYPE: a class made by Python code
-_TYPE_SUBCLASS = 1 << 31    # Py_TPFLAGS_TYPE_SUBCLASS: the object is a class
+_HEAPTYPE = callables.HEAPTYPE_FLAG
+_TYPE_SUBCLASS = callables.TYPE_SUBCLASS_FLAG
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 _ModuleType = types.ModuleType
@@ -105,11 +106,6 @@ def install(route, class_seen, note_class_seen):
     _route, _class_seen, _note_class_seen = route, class_seen, note_class_seen
 
 
-def is_active():
-    """True when routing is available (the Cython core is in use)."""
-    return _route is not None
-
-
 def _is_dunder(name):
     return type(name) is str and len(name) > 4 and name[:2] == "__" and name[-2:] == "__"
 
@@ -148,7 +144,7 @@ def _route_own_entries(klass):
 
 def _is_descriptor_class(kind):
     return any(callables.lookup_on_type(kind, name) is not None
-               for name in ("__get__", "__set__", "__delete__"))
+               for name in callables.DESCRIPTOR_METHODS)
 
 
 def route_class(cls):
@@ -157,8 +153,7 @@ def route_class(cls):
     its metaclass's)."""
     if _route is None:
         return
-    # While a metaclass computes it, a class has no MRO yet.
-    for klass in type.__dict__["__mro__"].__get__(cls) or (cls,):
+    for klass in callables.computed_mro(cls) or (cls,):
         if klass.__flags__ & _HEAPTYPE and not _is_library_class(klass):
             _route_own_entries(klass)
     metaclass = type(cls)
