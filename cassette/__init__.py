@@ -16,10 +16,11 @@ from .operations import Intercept
 from .entry import canoverdub, overdub
 from .escapes import Escapes, count_escapes
 from .passes import NoPass, Pass
+from . import ir
 
 __all__ = [
     "ANY", "CassetteError", "Context", "Escapes", "Intercept", "NoMetaData", "NoMetaMeta",
     "NoPass", "OverdubInstead", "Pass", "PassError", "TaggingError", "Vararg",
-    "canoverdub", "context", "count_escapes", "execute", "fallback", "overdub", "posthook",
+    "canoverdub", "context", "count_escapes", "execute", "fallback", "ir", "overdub", "posthook",
     "prehook", "similarcontext",
 ]

@@ -635,7 +635,7 @@ dispatch.on_generation_change(_on_generation_change)
 cdef dict _STRUCTURAL = {
     "resolve": "resolve", "method": "method", "split": "split",
     "for": "next_step", "with": "enter", "async_with": "async_enter",
-    "caught": "caught",
+    "caught": "caught", "nooverdub": "nooverdub",
 }
 
 # Operation sites whose stack order differs from what hooks see:
@@ -665,6 +665,8 @@ cdef object _call_prefixed(object f, object a, object b, object c, int nprefix,
     cdef Py_ssize_t n = len(args)
     cdef Py_ssize_t i
     if n + nprefix > 12:
+        if nprefix == 0:
+            return f(*args, **(kwargs or {}))
         if nprefix == 2:
             return f(a, b, *args, **(kwargs or {}))
         return f(a, b, c, *args, **(kwargs or {}))
@@ -806,6 +808,7 @@ cdef class Runtime:
     cdef readonly object ctx
     cdef readonly object parent
     cdef readonly object kinds
+    cdef readonly tuple passes
     cdef tuple _ctx_types
     cdef Py_ssize_t _generation
     cdef dict _resolved, _functions, _closures, _bodies, _slots, _droppers
@@ -826,6 +829,7 @@ cdef class Runtime:
     cdef _reset(self):
         self._generation = _generation
         self.kinds = engine.intercepted_kinds(self._ctx_types)
+        self.passes = engine.context_passes(self)
         self._resolved = {}
         self._functions = {}
         self._closures = {}
@@ -843,6 +847,8 @@ cdef class Runtime:
         if value is None:
             if name == "runtime":
                 return self
+            if name == "context":
+                return self.ctx
             if name in _STRUCTURAL:
                 value = getattr(self, _STRUCTURAL[name])
             else:
@@ -986,6 +992,16 @@ cdef class Runtime:
         exception's traceback loses the library's entries."""
         _remove_library_entries(exception)
 
+    def nooverdub(self, callee):
+        """What a pass's ``cassette.ir.nooverdub(callee)`` constant becomes:
+        ``callee``, called the way a handler is — not overdubbed by this
+        context, still seen by an enclosing one.  A frame-sensitive callee
+        (``locals``, ``sys._getframe`` …) is itself: it reads the frame of the
+        code that calls it."""
+        if _is_frame_sensitive(callee):
+            return callee
+        return NotOverdubbed(self, callee)
+
     def call_special(self, descriptor, obj, /, *args):
         """Call a special method found on ``type(obj)`` as an operation."""
         if _is_method_descriptor(descriptor):
@@ -1018,7 +1034,7 @@ cdef class Runtime:
             entry = <FunctionEntry>found
             if entry.matches(function):
                 return entry.target
-        body = engine.rewritten_function(function, self.kinds, self.slot)
+        body = engine.rewritten_function(function, self.kinds, self.slot, self.passes)
         if function.__closure__ is None:
             if len(self._bodies) >= CACHE_MAX:
                 self._bodies.clear()
@@ -1086,6 +1102,23 @@ cdef class Runtime:
         if self.parent is not None:
             f = self.parent.resolve(f)
         return _call_tuple(f, args, kwargs)
+
+
+cdef class NotOverdubbed:
+    """A callee a pass marked ``nooverdub``: called as a handler is."""
+
+    cdef Runtime runtime
+    cdef readonly object callee
+
+    def __init__(self, Runtime runtime, callee):
+        self.runtime = runtime
+        self.callee = callee
+
+    def __call__(self, *args, **kwargs):
+        return self.runtime.invoke(self.callee, None, None, None, 0, args, kwargs)
+
+    def __repr__(self):
+        return f"<not overdubbed {self.callee!r}>"
 
 
 cdef class Hooked:

@@ -54,6 +54,7 @@ class Runtime:
     def _reset(self):
         self.generation = _generation()
         self.kinds = engine.intercepted_kinds(self._ctx_types)
+        self.passes = engine.context_passes(self)
         self._resolved = {}
         self._functions = {}
         self._closures = {}
@@ -70,6 +71,8 @@ class Runtime:
         if value is None:
             if name == "runtime":
                 return self
+            if name == "context":
+                return self.ctx
             if name in _STRUCTURAL_SLOTS:
                 value = getattr(self, _STRUCTURAL_SLOTS[name])
             else:
@@ -227,6 +230,16 @@ class Runtime:
         exception's traceback loses the library's entries."""
         _remove_library_entries(exception)
 
+    def nooverdub(self, callee):
+        """What a pass's ``cassette.ir.nooverdub(callee)`` constant becomes:
+        ``callee``, called the way a handler is — not overdubbed by this
+        context, still seen by an enclosing one.  A frame-sensitive callee
+        (``locals``, ``sys._getframe`` …) is itself: it reads the frame of the
+        code that calls it."""
+        if self.parent is None or callables.is_frame_sensitive(callee):
+            return callee
+        return NotOverdubbed(self, callee)
+
     @callables.acts_for_program
     def call_special(self, descriptor, obj, /, *args):
         """Call a special method found on ``type(obj)`` as an operation."""
@@ -261,7 +274,7 @@ class Runtime:
                 and entry[4] is function.__name__
                 and entry[5] is function.__qualname__):
             return entry[2]
-        body = engine.rewritten_function(function, self.kinds, self.slot)
+        body = engine.rewritten_function(function, self.kinds, self.slot, self.passes)
         if function.__closure__ is None:
             if len(self._bodies) >= CACHE_MAX:
                 self._bodies.clear()
@@ -348,7 +361,7 @@ class Runtime:
 _STRUCTURAL_SLOTS = {
     "resolve": "resolve", "method": "method", "split": "split",
     "for": "next_step", "with": "enter", "async_with": "async_enter",
-    "caught": "caught",
+    "caught": "caught", "nooverdub": "nooverdub",
 }
 
 
@@ -402,6 +415,23 @@ def _call_body(body, args, kwargs):
 _HOOK_FRAMES = 3
 _getrecursionlimit = sys.getrecursionlimit
 _setrecursionlimit = sys.setrecursionlimit
+
+
+class NotOverdubbed:
+    """A callee a pass marked ``nooverdub``, under a nested overdub: called
+    as a handler is, so the enclosing context sees it."""
+
+    __slots__ = ("runtime", "callee")
+
+    def __init__(self, runtime, callee):
+        self.runtime = runtime
+        self.callee = callee
+
+    def __call__(self, /, *args, **kwargs):
+        return self.runtime.invoke(self.callee, *args, **kwargs)
+
+    def __repr__(self):
+        return f"<not overdubbed {self.callee!r}>"
 
 
 class DropSelf:

@@ -14,6 +14,7 @@ import sys
 import types
 
 from . import callables, dispatch, routing
+from .passes import NoPass
 from .operations import OPERATIONS, ROW_CALLEES, SPECIAL_METHODS as OPERATIONS_SPECIAL_METHODS, Intercept
 from .rewrite import kinds_for, template_for
 from .versions import LAYER
@@ -66,11 +67,26 @@ def intercepted_kinds(ctx_types):
     return kinds_for(rows)
 
 
-def rewritten_function(function, kinds, slot_values):
-    """A new function running ``function``'s body rewritten for ``kinds``,
-    with the template's slots bound by ``slot_values``; same globals,
-    closure, defaults and names, so it behaves as the original."""
-    template = template_for(function.__code__, kinds)
+def context_passes(runtime):
+    """The passes code run by ``runtime`` goes through: ``(context class,
+    Pass)`` of its context, then of each enclosing one (an enclosing
+    context's pass sees what the inner one made, as in Cassette, where the
+    outer context transforms the inner overdub's code)."""
+    passes = []
+    while runtime is not None:
+        pass_ = runtime.ctx.pass_
+        if pass_ is not NoPass:
+            passes.append((type(runtime.ctx), pass_))
+        runtime = runtime.parent
+    return tuple(passes)
+
+
+def rewritten_function(function, kinds, slot_values, passes=()):
+    """A new function running ``function``'s body transformed by ``passes``
+    and rewritten for ``kinds``, with the template's slots bound by
+    ``slot_values``; same globals, closure, defaults and names, so it
+    behaves as the original."""
+    template = template_for(function.__code__, kinds, passes, function)
     clone = types.FunctionType(
         template.bind(slot_values), function.__globals__, function.__name__,
         function.__defaults__, function.__closure__,
@@ -278,7 +294,7 @@ def run_source(runtime, evaluate, /, *args, **kwargs):
         if code is None or not isinstance(globals_, dict):
             return evaluate(source, globals_, locals_)   # the builtin's own error
         if not callables.is_library_code(code):
-            code = template_for(code, runtime.kinds).bind(runtime.slot)
+            code = template_for(code, runtime.kinds, runtime.passes).bind(runtime.slot)
         if evaluate is exec:
             return exec(code, globals_, locals_, closure=closure)
         return eval(code, globals_, locals_)

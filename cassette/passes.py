@@ -1,7 +1,8 @@
 """Passes: user bytecode transforms attached to a context (SPEC §5).
 
-This module only defines the value type; running passes belongs to the
-rewriting layer.
+This module defines the value type and how the rewriting layer runs passes
+(:func:`run_passes`); the helpers pass authors build with are in
+:mod:`cassette.ir`.
 
 * ``Pass(transform)`` wraps a callable ``transform(ctx_type, func, code) ->
   code`` (``code`` is a ``bytecode.Bytecode``).  It works as a decorator
@@ -16,10 +17,22 @@ rewriting layer.
 * :data:`NoPass` is the singleton "no transform" Pass (its transform returns
   the code unchanged); it is the default ``pass_`` of every context and keeps
   its identity through ``pickle`` and ``copy``.
+* :func:`run_passes` runs a chain of passes on one function's code: the
+  first transform gets a fresh ``bytecode.Bytecode`` of it, each next one what
+  the previous returned; whatever goes wrong — the transform raises, returns something
+  that is not a ``Bytecode`` (a ``ConcreteBytecode`` or ``ControlFlowGraph``
+  is converted), or returns code :func:`cassette.verify.check` rejects —
+  raises :class:`cassette.PassError` naming the pass and the function, with
+  the cause chained.
 """
 
+import contextlib
 import functools
 import sys
+
+import bytecode as _bytecode
+
+from .errors import PassError
 
 __all__ = ["Pass", "NoPass"]
 
@@ -84,3 +97,60 @@ NoPass = Pass(_no_transform)
 NoPass.__name__ = NoPass.__qualname__ = "NoPass"
 NoPass.__module__ = __name__
 NoPass.__doc__ = "The default pass: leaves code unchanged (a singleton)."
+
+
+def describe_function(function, code):
+    """``qualname (file:line)`` of the function a pass runs on."""
+    name = getattr(function, "__qualname__", None) or code.co_qualname
+    return f"{name} ({code.co_filename}:{code.co_firstlineno})"
+
+
+def run_passes(passes, function, code, bytecode):
+    """``bytecode`` (of ``code``, the code of ``function``) transformed by
+    each ``(context class, Pass)`` of ``passes`` in turn, verified."""
+    from . import verify
+
+    for ctx_type, pass_ in passes:
+        where = f"cassette pass {pass_.__qualname__} on {describe_function(function, code)}"
+        try:
+            result = pass_(ctx_type, function, bytecode)
+        except Exception as error:
+            raise PassError(f"{where} raised {type(error).__name__}: {error}") from error
+        result = _as_bytecode(result, where)
+        try:
+            verify.check(result, code)
+        except verify.InvalidBytecode as error:
+            raise PassError(f"{where} returned invalid bytecode: {error}") from error
+        bytecode = result
+    return bytecode
+
+
+def _as_bytecode(result, where):
+    if isinstance(result, _bytecode.Bytecode):
+        return result
+    try:
+        if isinstance(result, _bytecode.ConcreteBytecode):
+            return result.to_bytecode(conserve_exception_block_stackdepth=True)
+        if isinstance(result, _bytecode.ControlFlowGraph):
+            return result.to_bytecode()
+    except Exception as error:
+        raise PassError(f"{where} returned {type(result).__name__} that does not convert "
+                        f"to bytecode.Bytecode: {error}") from error
+    raise PassError(f"{where} returned {type(result).__name__} {result!r:.80}, "
+                    "not a bytecode.Bytecode")
+
+
+@contextlib.contextmanager
+def pass_failures(passes, function, code):
+    """Errors raised inside the block (rewriting and assembling a pass's
+    output) become :class:`PassError`: the pass made code that does not
+    assemble."""
+    try:
+        yield
+    except (RecursionError, MemoryError):
+        raise
+    except Exception as error:
+        names = ", ".join(pass_.__qualname__ for _ctx_type, pass_ in passes)
+        raise PassError(
+            f"cassette pass {names} on {describe_function(function, code)} made code that "
+            f"does not assemble: {type(error).__name__}: {error}") from error

@@ -31,12 +31,14 @@ container)``, ``setitem`` gets ``(value, obj, index)``, ``setattr`` gets
 its operands in source order.
 """
 
+import collections
 import sys
-import types
 
 from bytecode import Bytecode, Instr, Label, TryBegin
 
+from . import diskcache
 from .operations import OPERATIONS, Intercept
+from .passes import pass_failures, run_passes
 from .versions import LAYER
 from .versions.common import Tag
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
@@ -77,6 +79,29 @@ EXHAUSTED = _Exhausted()
 #: itself: which runtime a running frame belongs to is a property of its
 #: code (the core's trampoline and the escape counter read it).
 RUNTIME = Slot("runtime")
+
+#: A constant a pass loads to get the running context (``cassette.ir.CONTEXT``).
+CONTEXT = Slot("context")
+
+
+class NoOverdub:
+    """A constant a pass loads as the callee of a call that must not be
+    intercepted (``cassette.ir.nooverdub(callee)``).  Binding replaces it by
+    the runtime's ``nooverdub`` slot applied to ``callee``."""
+
+    __slots__ = ("callee",)
+
+    def __init__(self, callee):
+        self.callee = callee
+
+    def __repr__(self):
+        return f"cassette.ir.nooverdub({self.callee!r})"
+
+    def __eq__(self, other):
+        return type(other) is NoOverdub and other.callee is self.callee
+
+    def __hash__(self):
+        return hash((NoOverdub, id(self.callee)))
 
 _STRUCTURAL_ROWS = {
     "call": Intercept.CALLS, "call_kw": Intercept.CALLS,
@@ -298,11 +323,20 @@ def _emit_site(site, instr, tags, out):
 _CALL_KINDS = frozenset({"call", "call_kw", "call_ex"})
 
 
-def _called_attribute_loads(elements, tags):
-    """The ids of the ``getattr`` sites whose value is the callable of a
-    call: ``obj.m(*args)`` loads ``obj.m`` as a plain attribute where
-    ``obj.m(a)`` uses a method load.  Such a load is left as it is, so both
-    spellings are the one operation ``type(obj).m, (obj, …)``."""
+def _untouched_sites(elements, tags, kinds):
+    """The ids of the instructions the rewrite must leave as they are.
+
+    * A ``getattr`` site whose value is the callable of a call: ``obj.m(*args)``
+      loads ``obj.m`` as a plain attribute where ``obj.m(a)`` uses a method
+      load; leaving the load alone makes both spellings the one operation
+      ``type(obj).m, (obj, …)``.
+    * A call whose callable is the constant :class:`NoOverdub` a pass loaded:
+      the call is not intercepted.
+    """
+    check_loads = "getattr" in kinds
+    if not check_loads and not any(
+            type(e) is Instr and type(e.arg) is NoOverdub for e in elements):
+        return ()
     producers = None
     found = set()
     for index, element in enumerate(elements):
@@ -322,7 +356,10 @@ def _called_attribute_loads(elements, tags):
         producer = state[-depth]
         if producer is None:
             continue
-        load = LAYER.site(producer, [])
+        if type(producer.arg) is NoOverdub:
+            found.add(id(element))
+            continue
+        load = LAYER.site(producer, []) if check_loads else None
         if load is not None and load.kind == "getattr":
             found.add(id(producer))
     return found
@@ -333,7 +370,7 @@ def rewrite_bytecode(bytecode, kinds):
     of the given kinds call runtime slots."""
     elements = list(bytecode)
     tags = stack_tags(elements)
-    called = _called_attribute_loads(elements, tags) if "getattr" in kinds else ()
+    untouched = _untouched_sites(elements, tags, kinds)
     out = []
     index = 0
     while index < len(elements):
@@ -343,7 +380,7 @@ def rewrite_bytecode(bytecode, kinds):
             index += 1
             continue
         site = LAYER.site(element, _following(elements, index))
-        if site is None or site.kind not in kinds or id(element) in called:
+        if site is None or site.kind not in kinds or id(element) in untouched:
             out.append(element)
             index += 1
             continue
@@ -357,54 +394,75 @@ def rewrite_bytecode(bytecode, kinds):
 
 
 class Template:
-    """Rewritten code with slot placeholders, ready to bind to a runtime."""
+    """Rewritten code with placeholders, ready to bind to a runtime: each
+    :class:`Slot` constant becomes ``slot_values(name)`` and each
+    :class:`NoOverdub` constant ``slot_values("nooverdub")(callee)``."""
 
     __slots__ = ("code", "slot_indices")
 
     def __init__(self, code):
         self.code = code
         self.slot_indices = tuple(
-            i for i, c in enumerate(code.co_consts) if type(c) is Slot
+            i for i, c in enumerate(code.co_consts) if type(c) is Slot or type(c) is NoOverdub
         )
 
     def bind(self, slot_values):
-        """Code with every placeholder replaced by ``slot_values(name)``."""
+        """Code with every placeholder replaced (see the class docstring)."""
         if not self.slot_indices:
             return self.code
         consts = list(self.code.co_consts)
         for i in self.slot_indices:
-            consts[i] = slot_values(consts[i].name)
+            const = consts[i]
+            if type(const) is Slot:
+                consts[i] = slot_values(const.name)
+            else:
+                consts[i] = slot_values("nooverdub")(const.callee)
         return self.code.replace(co_consts=tuple(consts))
 
 
-# Keyed by identity: equal code objects from different files must not share
-# a template (their file names differ).  The value keeps the code alive so
-# its id cannot be reused.
-_templates = {}
+#: Most templates kept in memory; the least recently used go first.
+TEMPLATES_MAX = 16384
+
+# Keyed by the code's identity (equal code objects from different files must
+# not share a template: their file names differ), the kinds and the passes.
+# The value keeps the code alive so its id cannot be reused.
+_templates = collections.OrderedDict()
 
 
-def template_for(code, kinds):
-    """The (cached) template of ``code`` with sites of ``kinds`` rewritten."""
-    key = (id(code), kinds)
+def template_for(code, kinds, passes=(), function=None):
+    """The (cached) template of ``code`` with sites of ``kinds`` rewritten,
+    after the ``passes`` — a tuple of ``(context class, Pass)``, applied in
+    order — transformed it (``function`` is what a pass is told it runs on).
+    Raises :class:`cassette.PassError` when a pass fails."""
+    key = (id(code), kinds, passes)
     entry = _templates.get(key)
-    if entry is None:
-        # Rewriting is cassette's work, not the program's: it must not spend
-        # the program's recursion budget (a program running near its limit,
-        # as CPython's recursion tests do, would fail in the middle of it).
+    if entry is not None:
+        _templates.move_to_end(key)
+        return entry[1]
+    # Rewriting is cassette's work, not the program's: it must not spend
+    # the program's recursion budget (a program running near its limit,
+    # as CPython's recursion tests do, would fail in the middle of it).
+    rewritten = diskcache.load(code, kinds, passes)
+    if rewritten is None:
         sys.setrecursionlimit(sys.getrecursionlimit() + _REWRITE_FRAMES)
         try:
-            rewritten = _rewritten_code(code, kinds)
+            rewritten = _rewritten_code(code, kinds, passes, function)
         finally:
             sys.setrecursionlimit(sys.getrecursionlimit() - _REWRITE_FRAMES)
-        entry = _templates[key] = (code, Template(rewritten))
-    return entry[1]
+        if rewritten is not code:
+            diskcache.store(code, kinds, passes, rewritten)
+    template = Template(rewritten)
+    _templates[key] = (code, template)
+    if len(_templates) > TEMPLATES_MAX:
+        _templates.popitem(last=False)
+    return template
 
 
 #: Frames the rewriting of a code object may use beyond the program's limit.
 _REWRITE_FRAMES = 200
 
 
-def _rewritten_code(code, kinds):
+def _rewritten_code(code, kinds, passes, function):
     try:
         # The exception table's stack depths seed the stack simulation of
         # handlers (3.12's inlined comprehensions keep values below them).
@@ -418,9 +476,15 @@ def _rewritten_code(code, kinds):
         # escape, recorded, rather than a program that fails.
         _note_unrewritable(code, error)
         return code
-    rewrite_bytecode(bytecode, kinds)
-    code = assemble(bytecode)
-    return code.replace(co_consts=code.co_consts + (RUNTIME,))
+    if passes:
+        bytecode = run_passes(passes, function, code, bytecode)
+        with pass_failures(passes, function, code):
+            rewrite_bytecode(bytecode, kinds)
+            rewritten = assemble(bytecode)
+    else:
+        rewrite_bytecode(bytecode, kinds)
+        rewritten = assemble(bytecode)
+    return rewritten.replace(co_consts=rewritten.co_consts + (RUNTIME,))
 
 
 #: Code objects cassette could not rewrite and runs un-rewritten:

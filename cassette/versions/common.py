@@ -148,6 +148,17 @@ class Layer:
             return [Tag.EXIT, Tag.OTHER]
         return None
 
+    def pushes_null(self, instr):
+        """True when ``instr`` pushes a call's NULL along with its value
+        (``LOAD_GLOBAL`` with the null flag)."""
+        return instr.name == "LOAD_GLOBAL" and instr.arg[0]
+
+    def is_method_load(self, instr):
+        """True when ``instr`` loads a method with its object for a call
+        (``obj.m(…)``)."""
+        return (instr.name in ("LOAD_ATTR", "LOAD_SUPER_ATTR")
+                and isinstance(instr.arg, tuple) and bool(instr.arg[0]))
+
     def _null_and_value(self):
         if self.null_below_callable:
             return [Tag.NULL, Tag.OTHER]

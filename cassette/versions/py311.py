@@ -37,6 +37,9 @@ class Layer311(Layer):
             return [Tag.METHOD, Tag.OTHER]
         return super().producer_tags(instr)
 
+    def is_method_load(self, instr):
+        return instr.name == "LOAD_METHOD"
+
     def _load_attr_site(self, instr):
         return Site("getattr", detail=instr.arg)
 

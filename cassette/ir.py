@@ -1,0 +1,265 @@
+"""Helpers for writing passes (SPEC §5): markers, Cassette's IR functions,
+and version-independent building blocks.
+
+A pass gets the ``bytecode.Bytecode`` of a function's original code — a list
+of ``Instr``, ``Label``, ``TryBegin``/``TryEnd`` and ``SetLineno`` elements —
+and returns bytecode.  Jumps target :class:`bytecode.Label` elements, not
+instructions, so inserting before an instruction keeps every jump to it
+pointing at the first inserted one (the label sits in front).
+
+Markers (constants a pass loads with ``LOAD_CONST``):
+
+* :data:`CONTEXT` loads the running context.
+* :func:`nooverdub` ``(callee)``: a call whose callable is this constant is not
+  intercepted; ``callee`` runs as a handler does (not overdubbed by the
+  context, still seen by an enclosing one).  Everything else a pass inserts
+  is intercepted like the program's own code.
+
+Cassette's IR functions, for instruction lists:
+
+* :func:`insert_statements` ``(instrs, stmtcount, newstmts)``
+* :func:`replace_match` ``(replace, ismatch, x)``
+
+Building blocks that spell the same thing on 3.11, 3.12 and 3.13:
+
+* :func:`call` / :func:`call_statement`: call a callee with arguments;
+* :func:`variable`: load a local, cell or free variable;
+* :func:`call_sites`, :func:`loaded_name`, :func:`replace_callee`: find the
+  calls of a function and change what they call;
+* :func:`rewritten_code` and :func:`dis`: the code that actually runs for a
+  function under a context, for debugging a pass.
+"""
+
+import dis as _dis
+import sys
+
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
+
+from .rewrite import CONTEXT, NoOverdub, stack_producers, stack_tags, _following
+from .versions import LAYER
+
+__all__ = [
+    "CONTEXT", "nooverdub", "insert_statements", "replace_match", "call",
+    "call_statement", "variable", "call_sites", "CallSite", "loaded_name",
+    "replace_callee", "rewritten_code", "dis",
+]
+
+
+def nooverdub(callee):
+    """A constant standing for ``callee`` whose calls are not intercepted."""
+    return NoOverdub(callee)
+
+
+# -- Cassette's IR functions ---------------------------------------------------
+
+def insert_statements(instrs, stmtcount, newstmts):
+    """Replace instructions of ``instrs`` (a ``Bytecode`` or list, changed in
+    place and returned) by new ones, as Cassette's ``insert_statements!``.
+
+    For every instruction ``stmt`` at position ``i`` of the original list
+    (labels and pseudo-instructions are not offered), ``stmtcount(stmt, i)``
+    returns ``None`` to keep it, or an ``int`` n: then ``stmt`` is removed and
+    the n elements ``newstmts(stmt, i)`` take its place (include ``stmt``
+    among them to keep it).  ``ValueError`` if the lengths differ.  New
+    instructions without a location get the location of ``stmt``.  A jump to
+    ``stmt`` lands on the first new element.
+    """
+    original = list(instrs)
+    out = []
+    for i, stmt in enumerate(original):
+        if not isinstance(stmt, Instr):
+            out.append(stmt)
+            continue
+        count = stmtcount(stmt, i)
+        if count is None:
+            out.append(stmt)
+            continue
+        new = list(newstmts(stmt, i))
+        if len(new) != count:
+            raise ValueError(
+                f"insert_statements: stmtcount said {count} for {stmt!r} at {i}, "
+                f"newstmts returned {len(new)} elements")
+        out.extend(_located(new, stmt.location))
+    instrs[:] = out
+    return instrs
+
+
+def replace_match(replace, ismatch, x):
+    """``x`` (a ``Bytecode`` or list, changed in place and returned) with
+    every element ``y`` for which ``ismatch(y)`` replaced by ``replace(y)``,
+    as Cassette's ``replace_match!``.
+
+    ``replace(y)`` returns one element or a list of them (spliced in; a jump
+    to ``y`` lands on the first).  An element that does not match but is
+    itself a list is searched the same way.  New instructions without a
+    location get the location of ``y``.
+    """
+    out = []
+    for y in list(x):
+        if ismatch(y):
+            new = replace(y)
+            new = list(new) if isinstance(new, (list, tuple)) else [new]
+            out.extend(_located(new, getattr(y, "location", None)))
+        elif isinstance(y, list):
+            out.append(replace_match(replace, ismatch, y))
+        else:
+            out.append(y)
+    x[:] = out
+    return x
+
+
+def _located(elements, location):
+    if location is None:
+        return elements
+    for element in elements:
+        if isinstance(element, Instr) and element.location is None:
+            element.location = location
+    return elements
+
+
+# -- building blocks -----------------------------------------------------------
+
+def call(callee, *args, location=None):
+    """Instructions that call ``callee`` (a constant: wrap it in
+    :func:`nooverdub` to keep the call from being intercepted) with
+    ``args`` and leave the result on the stack.  Each argument is a list of
+    instructions that pushes one value (an expression: :func:`variable`,
+    another :func:`call` …) or any other value, loaded as a constant
+    (:data:`CONTEXT` included)."""
+    code = _callable_pair(callee, location)
+    for arg in args:
+        if isinstance(arg, list):
+            code += arg
+        else:
+            code.append(Instr("LOAD_CONST", arg, location=location))
+    code += LAYER.call_opcodes(len(args), location)
+    return code
+
+
+def call_statement(callee, *args, location=None):
+    """:func:`call`, discarding the result: stack-neutral, ready for
+    :func:`insert_statements`."""
+    return call(callee, *args, location=location) + [Instr("POP_TOP", location=location)]
+
+
+def _callable_pair(callee, location):
+    """Push ``callee`` (constant) and the NULL a call expects, in this
+    version's order."""
+    load = Instr("LOAD_CONST", callee, location=location)
+    null = Instr("PUSH_NULL", location=location)
+    return [null, load] if LAYER.null_below_callable else [load, null]
+
+
+def variable(code, name, location=None):
+    """Instructions loading the variable ``name`` of ``code`` (a local, or a
+    cell or free variable of a closure)."""
+    if name in code.cellvars:
+        return [Instr("LOAD_DEREF", CellVar(name), location=location)]
+    if name in code.freevars:
+        return [Instr("LOAD_DEREF", FreeVar(name), location=location)]
+    return [Instr("LOAD_FAST", name, location=location)]
+
+
+class CallSite:
+    """A call in a function's code.
+
+    ``call``    the instruction that makes the call (``CALL``, ``CALL_KW``,
+                ``CALL_FUNCTION_EX``)
+    ``callee``  the instruction that pushed the callable, or None when the
+                stack does not say (after a merge of paths)
+    ``method``  True when the callable was loaded as a method of an object
+                (``obj.m(…)``: the load also pushed ``obj``)
+    """
+
+    __slots__ = ("call", "callee", "method")
+
+    def __init__(self, call, callee, method):
+        self.call = call
+        self.callee = callee
+        self.method = method
+
+    def __repr__(self):
+        return f"<CallSite {loaded_name(self.callee)!r} by {self.call.name}>"
+
+
+def call_sites(code):
+    """The :class:`CallSite` of every reachable call in ``code`` (a
+    ``Bytecode`` or list of elements), in order."""
+    elements = list(code)
+    tags = stack_tags(elements)
+    producers = None
+    sites = []
+    for index, element in enumerate(elements):
+        if not isinstance(element, Instr) or tags[index] is None:
+            continue
+        site = LAYER.site(element, _following(elements, index))
+        if site is None or site.kind not in ("call", "call_kw", "call_ex"):
+            continue
+        if producers is None:
+            producers = stack_producers(elements)
+        depth = LAYER.resolution_depth(site, tags[index])
+        state = producers[index]
+        producer = None
+        if depth is not None and state is not None and len(state) >= depth:
+            producer = state[-depth]
+        call_instr = elements[index + site.span - 1]
+        method = producer is not None and LAYER.is_method_load(producer)
+        sites.append(CallSite(call_instr, producer, method))
+    return sites
+
+
+def loaded_name(instr):
+    """The name ``instr`` loads (``LOAD_GLOBAL``, ``LOAD_NAME``, ``LOAD_FAST``,
+    ``LOAD_DEREF``, ``LOAD_ATTR``, ``LOAD_METHOD`` …), or None."""
+    if not isinstance(instr, Instr) or not instr.name.startswith("LOAD_"):
+        return None
+    arg = instr.arg
+    if isinstance(arg, tuple):
+        arg = arg[-1]
+    if isinstance(arg, (CellVar, FreeVar)):
+        return arg.name
+    return arg if isinstance(arg, str) else None
+
+
+def replace_callee(code, site, new_callee):
+    """Make ``site`` (a :class:`CallSite` of ``code``) call ``new_callee``
+    instead: a constant, or a list of instructions computing the callable.
+    The arguments stay as they are.  ``ValueError`` for a method call
+    (``obj.m(…)``) or a site whose callable is unknown."""
+    if site.callee is None or site.method:
+        raise ValueError(f"replace_callee: cannot replace the callable of {site!r}")
+    expression = (list(new_callee) if isinstance(new_callee, list)
+                  else [Instr("LOAD_CONST", new_callee)])
+    loc = site.callee.location
+    _located(expression, loc)
+    if LAYER.pushes_null(site.callee):
+        # The load pushed the call's NULL too: push it with the new callable.
+        null = Instr("PUSH_NULL", location=loc)
+        expression = [null] + expression if LAYER.null_below_callable else expression + [null]
+    for index, element in enumerate(code):
+        if element is site.callee:
+            code[index: index + 1] = expression
+            return code
+    raise ValueError(f"replace_callee: {site!r} is not in this code")
+
+
+# -- debugging -----------------------------------------------------------------
+
+def rewritten_code(ctx, f):
+    """The code object that runs when ``f``'s body is overdubbed with
+    ``ctx``: ``ctx``'s pass applied, operations rewritten, constants bound
+    to ``ctx``'s runtime.  ``TypeError`` for what has no Python body."""
+    from . import entry, engine
+
+    engine.check_arguments(ctx, f)
+    function = getattr(f, "__func__", f)
+    if not hasattr(function, "__code__"):
+        raise TypeError(f"rewritten_code: {f!r} has no Python code of its own")
+    runtime = entry.runtime_of(ctx)
+    return engine.rewritten_function(function, runtime.kinds, runtime.slot,
+                                     runtime.passes).__code__
+
+
+def dis(ctx, f, *, file=None):
+    """Print the disassembly of :func:`rewritten_code` ``(ctx, f)``."""
+    _dis.dis(rewritten_code(ctx, f), file=file if file is not None else sys.stdout)
