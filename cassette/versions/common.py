@@ -123,6 +123,35 @@ class Layer:
     def jump_forward_if_false(self, label, location):
         return Instr("POP_JUMP_IF_FALSE", label, location=location)
 
+    def jump(self, label, backward, location):
+        """An unconditional jump to ``label``, which lies before the jump when
+        ``backward``."""
+        return Instr("JUMP_BACKWARD" if backward else "JUMP_FORWARD", label, location=location)
+
+    #: Conditional jumps, by the one taken exactly when they are not.
+    _INVERSE_JUMPS = {
+        "POP_JUMP_IF_TRUE": "POP_JUMP_IF_FALSE", "POP_JUMP_IF_FALSE": "POP_JUMP_IF_TRUE",
+        "POP_JUMP_IF_NONE": "POP_JUMP_IF_NOT_NONE", "POP_JUMP_IF_NOT_NONE": "POP_JUMP_IF_NONE",
+    }
+
+    def inverted_forward_jump(self, instr, label):
+        """A conditional jump to ``label`` (forward) taken exactly when the
+        conditional jump ``instr`` is not, with the same stack effect; None
+        when ``instr`` has no such inverse (the ``JUMP_IF_…_OR_POP`` forms
+        keep their operand on one path only)."""
+        name = self._INVERSE_JUMPS.get(instr.name)
+        return None if name is None else Instr(name, label, location=instr.location)
+
+    def is_loop_jump(self, instr):
+        """True for a jump that may close a loop of the program: any jump
+        but those of the ``await``/``yield from`` machinery."""
+        return instr.has_jump() and instr.name != "JUMP_BACKWARD_NO_INTERRUPT"
+
+    def splits_from_next(self, instr):
+        """True when nothing may be inserted between ``instr`` and the
+        instruction after it (``KW_NAMES`` belongs to its call)."""
+        return instr.name == "KW_NAMES"
+
     def resolve_at_depth(self, const, depth, location):
         """Replace the stack value ``depth`` below the top (1 = top) by
         ``const(value)``, leaving the rest of the stack as it was."""

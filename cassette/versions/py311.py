@@ -32,6 +32,18 @@ class Layer311(Layer):
     def jump_forward_if_false(self, label, location):
         return Instr("POP_JUMP_FORWARD_IF_FALSE", label, location=location)
 
+    def inverted_forward_jump(self, instr, label):
+        name = instr.name
+        if not name.startswith(("POP_JUMP_FORWARD_IF_", "POP_JUMP_BACKWARD_IF_")):
+            return None
+        condition = name.rsplit("_IF_", 1)[1]
+        inverse = {"TRUE": "FALSE", "FALSE": "TRUE", "NONE": "NOT_NONE",
+                   "NOT_NONE": "NONE"}[condition]
+        return Instr("POP_JUMP_FORWARD_IF_" + inverse, label, location=instr.location)
+
+    def splits_from_next(self, instr):
+        return instr.name in ("KW_NAMES", "PRECALL")
+
     def producer_tags(self, instr):
         if instr.name == "LOAD_METHOD":
             return [Tag.METHOD, Tag.OTHER]
