@@ -26,6 +26,9 @@ Building blocks that spell the same thing on 3.11, 3.12 and 3.13:
 * :func:`variable`: load a local, cell or free variable;
 * :func:`call_sites`, :func:`loaded_name`, :func:`replace_callee`: find the
   calls of a function and change what they call;
+* :func:`line_starts`: where each source line begins (a place to insert);
+* :func:`back_edges` and :func:`on_jump_taken`: the jumps that close loops,
+  and code that runs when a jump is taken;
 * :func:`rewritten_code` and :func:`dis`: the code that actually runs for a
   function under a context, for debugging a pass.
 """
@@ -41,7 +44,8 @@ from .versions import LAYER
 __all__ = [
     "CONTEXT", "nooverdub", "insert_statements", "replace_match", "call",
     "call_statement", "variable", "call_sites", "CallSite", "loaded_name",
-    "replace_callee", "rewritten_code", "dis",
+    "replace_callee", "line_starts", "back_edges", "on_jump_taken", "rewritten_code",
+    "dis",
 ]
 
 
@@ -189,22 +193,29 @@ def call_sites(code):
     tags = stack_tags(elements)
     producers = None
     sites = []
-    for index, element in enumerate(elements):
-        if not isinstance(element, Instr) or tags[index] is None:
-            continue
-        site = LAYER.site(element, _following(elements, index))
+    index = 0
+    while index < len(elements):
+        element = elements[index]
+        site = None
+        if isinstance(element, Instr) and tags[index] is not None:
+            site = LAYER.site(element, _following(elements, index))
         if site is None or site.kind not in ("call", "call_kw", "call_ex"):
+            index += 1
             continue
         if producers is None:
             producers = stack_producers(elements)
-        depth = LAYER.resolution_depth(site, tags[index])
-        state = producers[index]
-        producer = None
-        if depth is not None and state is not None and len(state) >= depth:
-            producer = state[-depth]
-        call_instr = elements[index + site.span - 1]
-        method = producer is not None and LAYER.is_method_load(producer)
-        sites.append(CallSite(call_instr, producer, method))
+        state = producers[index] or []
+        callable_depth, partner_depth = LAYER.call_layout(site)
+        callee = state[-callable_depth] if len(state) >= callable_depth else None
+        partner = state[-partner_depth] if len(state) >= partner_depth else None
+        method = False
+        for load in (partner, callee):
+            if load is not None and LAYER.is_method_load(load):
+                callee, method = load, True
+        if callee is not None and callee.name == "PUSH_NULL":
+            callee = None
+        sites.append(CallSite(elements[index + site.span - 1], callee, method))
+        index += site.span
     return sites
 
 
@@ -241,6 +252,69 @@ def replace_callee(code, site, new_callee):
             code[index: index + 1] = expression
             return code
     raise ValueError(f"replace_callee: {site!r} is not in this code")
+
+
+def line_starts(code):
+    """``{line number: index}``: for each source line of ``code``, the index
+    of its first instruction (in code order) before which statements may be
+    inserted — after the function's prologue, never inside an instruction
+    pair that must stay together."""
+    elements = list(code)
+    starts = {}
+    prologue_end = 0
+    for index, element in enumerate(elements):
+        if isinstance(element, Instr) and element.name == "RESUME":
+            prologue_end = index + 1
+            break
+    previous = None
+    for index in range(prologue_end, len(elements)):
+        element = elements[index]
+        if not isinstance(element, Instr):
+            continue
+        glued = previous is not None and LAYER.binds_to_next(previous)
+        previous = element
+        line = element.lineno
+        if glued or not isinstance(line, int) or line in starts:
+            continue
+        starts[line] = index
+    return starts
+
+
+def back_edges(code):
+    """The jump instructions of ``code`` that close a loop: jumps to a label
+    placed before them (not those of ``await``/``yield from``)."""
+    seen_labels = set()
+    edges = []
+    for element in code:
+        if isinstance(element, Label):
+            seen_labels.add(element)
+        elif (isinstance(element, Instr) and LAYER.is_loop_jump(element)
+                and element.arg in seen_labels):
+            edges.append(element)
+    return edges
+
+
+def on_jump_taken(code, jump, statements):
+    """Insert ``statements`` (stack-neutral instructions) into ``code`` so
+    they run exactly when the jump instruction ``jump`` is taken.  An
+    unconditional jump gets them in front; a conditional one becomes the
+    inverse jump over ``statements`` followed by an unconditional jump.
+    ``ValueError`` for a jump that has no inverse."""
+    index = next((i for i, e in enumerate(code) if e is jump), None)
+    if index is None:
+        raise ValueError(f"on_jump_taken: {jump!r} is not in this code")
+    statements = _located(list(statements), jump.location)
+    if not jump.is_cond_jump():
+        code[index:index] = statements
+        return code
+    skip = Label()
+    inverse = LAYER.inverted_forward_jump(jump, skip)
+    if inverse is None:
+        raise ValueError(f"on_jump_taken: cannot split the conditional jump {jump!r}")
+    backward = any(e is jump.arg for e in code[:index])
+    code[index:index + 1] = ([inverse] + statements
+                             + [LAYER.jump(jump.arg, backward, jump.location), skip])
+    return code
 
 
 # -- debugging -----------------------------------------------------------------

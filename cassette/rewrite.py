@@ -453,7 +453,7 @@ def template_for(code, kinds, passes=(), function=None):
             diskcache.store(code, kinds, passes, rewritten)
     template = Template(rewritten)
     _templates[key] = (code, template)
-    if len(_templates) > TEMPLATES_MAX:
+    while len(_templates) > TEMPLATES_MAX:
         _templates.popitem(last=False)
     return template
 

@@ -147,7 +147,7 @@ class Layer:
         but those of the ``await``/``yield from`` machinery."""
         return instr.has_jump() and instr.name != "JUMP_BACKWARD_NO_INTERRUPT"
 
-    def splits_from_next(self, instr):
+    def binds_to_next(self, instr):
         """True when nothing may be inserted between ``instr`` and the
         instruction after it (``KW_NAMES`` belongs to its call)."""
         return instr.name == "KW_NAMES"

@@ -41,7 +41,7 @@ class Layer311(Layer):
                    "NOT_NONE": "NONE"}[condition]
         return Instr("POP_JUMP_FORWARD_IF_" + inverse, label, location=instr.location)
 
-    def splits_from_next(self, instr):
+    def binds_to_next(self, instr):
         return instr.name in ("KW_NAMES", "PRECALL")
 
     def producer_tags(self, instr):
