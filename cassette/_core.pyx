@@ -1062,7 +1062,7 @@ cdef class Runtime:
     def run(self, f, args, kwargs):
         # The entry rewrites ``f`` without going through ``resolve``: bring
         # the intercepted kinds up to date first.
-        if self._generation != _generation:
+        if self._generation != _generation or self.passes != engine.context_passes(self):
             self._reset()
         routing.route_new_classes()
         return engine.run(self, f, args, kwargs)

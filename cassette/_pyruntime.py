@@ -353,7 +353,7 @@ class Runtime:
         # The entry rewrites ``f`` without going through ``resolve``: bring
         # the intercepted kinds up to date first (a hook may have been
         # registered since this runtime last ran).
-        if self.generation != _generation():
+        if self.generation != _generation() or self.passes != engine.context_passes(self):
             self._reset()
         return engine.run(self, f, args, kwargs)
 

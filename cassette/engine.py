@@ -14,7 +14,7 @@ import sys
 import types
 
 from . import callables, dispatch, routing
-from .passes import NoPass
+from .passes import NoPass, Pass
 from .operations import OPERATIONS, ROW_CALLEES, SPECIAL_METHODS as OPERATIONS_SPECIAL_METHODS, Intercept
 from .rewrite import kinds_for, template_for
 from .versions import LAYER
@@ -75,6 +75,9 @@ def context_passes(runtime):
     passes = []
     while runtime is not None:
         pass_ = runtime.ctx.pass_
+        if not isinstance(pass_, Pass):
+            raise TypeError(f"{type(runtime.ctx).__qualname__}.pass_ must be a cassette.Pass, "
+                            f"got {pass_!r}")
         if pass_ is not NoPass:
             passes.append((type(runtime.ctx), pass_))
         runtime = runtime.parent

@@ -487,3 +487,18 @@ def test_rewritten_code_shows_what_runs():
     assert "note" in text and "LOAD_CONST" in text
     with pytest.raises(TypeError):
         ir.rewritten_code(ctx, len)
+
+
+def test_assigning_a_pass_to_a_context_takes_effect_at_its_next_run():
+    NOTES.clear()
+    ctx = Log(metadata=[])
+    assert cassette.overdub(ctx, add_one, 1) == 2
+    ctx.pass_ = inserting(lambda t, f, c: ir.call_statement(ir.nooverdub(note), "now"))
+    assert cassette.overdub(ctx, add_one, 1) == 2
+    assert NOTES == [("now",)]
+    ctx.pass_ = "not a pass"
+    with pytest.raises(TypeError, match="must be a cassette.Pass"):
+        cassette.overdub(ctx, add_one, 1)
+    ctx.pass_ = cassette.NoPass
+    assert cassette.overdub(ctx, add_one, 1) == 2
+    assert NOTES == [("now",)]
