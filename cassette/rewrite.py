@@ -346,7 +346,7 @@ def _emit_site(site, instr, tags, out):
 _CALL_KINDS = frozenset({"call", "call_kw", "call_ex"})
 
 
-def _untouched_sites(elements, tags, kinds):
+def _untouched_sites(elements, tags, sites, kinds):
     """The ids of the instructions the rewrite must leave as they are.
 
     * A ``getattr`` site whose value is the callable of a call: ``obj.m(*args)``
@@ -362,12 +362,10 @@ def _untouched_sites(elements, tags, kinds):
         return ()
     producers = None
     found = set()
-    for index, element in enumerate(elements):
-        if not isinstance(element, Instr) or tags[index] is None:
-            continue
-        site = LAYER.site(element, _following(elements, index))
+    for index, site in enumerate(sites):
         if site is None or site.kind not in _CALL_KINDS:
             continue
+        element = elements[index]
         depth = LAYER.resolution_depth(site, tags[index])
         if depth is None:
             continue
@@ -395,17 +393,16 @@ def rewrite_bytecode(bytecode, kinds):
     had)."""
     elements = list(bytecode)
     tags = stack_tags(elements)
-    untouched = _untouched_sites(elements, tags, kinds)
+    sites = [LAYER.site(element, _following(elements, index))
+             if tags[index] is not None and isinstance(element, Instr) else None
+             for index, element in enumerate(elements)]
+    untouched = _untouched_sites(elements, tags, sites, kinds)
     out = []
     deepest = 0
     index = 0
     while index < len(elements):
         element = elements[index]
-        if not isinstance(element, Instr) or tags[index] is None:
-            out.append(element)
-            index += 1
-            continue
-        site = LAYER.site(element, _following(elements, index))
+        site = sites[index]
         if site is None or site.kind not in kinds or id(element) in untouched:
             out.append(element)
             index += 1
@@ -416,8 +413,10 @@ def rewrite_bytecode(bytecode, kinds):
             out.extend(elements[index: index + site.span])
         deepest = max(deepest, len(tags[index]) + _peak(out, start))
         index += site.span
-    bytecode.clear()
-    bytecode.extend(out)
+    # ``out`` holds only elements taken from ``bytecode`` or made here: no
+    # need for the validation of ``Bytecode.extend``.
+    list.clear(bytecode)
+    list.extend(bytecode, out)
     return deepest
 
 
