@@ -814,10 +814,12 @@ cdef class Runtime:
     cdef dict _resolved, _functions, _closures, _bodies, _slots, _droppers
     cdef OperationSite _next_site
     cdef bint _tagging
+    cdef bint _retained
 
     def __init__(self, ctx, parent=None):
         self.ctx = ctx
         self.parent = parent
+        self._retained = True
         chain = [type(ctx)]
         outer = parent
         while outer is not None:
@@ -838,6 +840,25 @@ cdef class Runtime:
         self._droppers = {}
         self._next_site = None
         self._tagging = getattr(self.ctx, "tag", None) is not None
+
+    def release(self):
+        """Drop every cache and keep nothing more until :meth:`retain`.
+        Rewritten code refers to its runtime from its constants, which the
+        garbage collector cannot see: while the runtime holds that code, the
+        two keep each other (and the context) alive.  Released, a runtime
+        lives as long as some code bound to it runs."""
+        self._retained = False
+        self._reset()
+
+    def retain(self):
+        """Cache again (the runtime is in use at top level)."""
+        self._retained = True
+
+    cdef inline void _keep(self, dict cache, key, value) except *:
+        if self._retained:
+            if len(cache) >= CACHE_MAX:
+                cache.clear()
+            cache[key] = value
 
     # -- slots --------------------------------------------------------------
 
@@ -880,9 +901,7 @@ cdef class Runtime:
             entry = FunctionEntry()
             entry.record(f)
             entry.target = engine.target(self, f)
-            if len(self._functions) >= CACHE_MAX:
-                self._functions.clear()
-            self._functions[f] = entry
+            self._keep(self._functions, f, entry)
             return entry.target
         if tp is MethodType:
             # A bound method resolves as its function, bound again.
@@ -910,9 +929,7 @@ cdef class Runtime:
             _route_callee(f)
             target = cassette_primitive_new(f)
         if _is_stable(f):
-            if len(self._resolved) >= CACHE_MAX:
-                self._resolved.clear()
-            self._resolved[f] = target
+            self._keep(self._resolved, f, target)
         return target
 
     cdef object _resolve_closure(self, f):
@@ -929,15 +946,13 @@ cdef class Runtime:
             if PyWeakref_GetObject(entry.ref) is <PyObject *>f and entry.matches(f):
                 return entry.target
         target = engine.target(self, f)
-        if (target is not f and type(target) is FunctionType
+        if (self._retained and target is not f and type(target) is FunctionType
                 and target.__closure__ is f.__closure__):   # the rewritten body
-            if len(self._closures) >= CACHE_MAX:
-                self._closures.clear()
             entry = FunctionEntry()
             entry.ref = PyWeakref_NewRef(f, Forget(self._closures, key))
             entry.record(f)
             entry.target = target
-            self._closures[key] = entry
+            self._keep(self._closures, key, entry)
         return target
 
     def method(self, obj, name):
@@ -1019,10 +1034,8 @@ cdef class Runtime:
         key = id(target)
         entry = self._droppers.get(key)
         if entry is None or (<tuple>entry)[0] is not target:
-            if len(self._droppers) >= CACHE_MAX:
-                self._droppers.clear()
             entry = (target, cassette_dropself_new(target))
-            self._droppers[key] = entry
+            self._keep(self._droppers, key, entry)
         return (<tuple>entry)[1]
 
     def rewritten(self, function):
@@ -1036,12 +1049,10 @@ cdef class Runtime:
                 return entry.target
         body = engine.rewritten_function(function, self.kinds, self.slot, self.passes)
         if function.__closure__ is None:
-            if len(self._bodies) >= CACHE_MAX:
-                self._bodies.clear()
             entry = FunctionEntry()
             entry.record(function)
             entry.target = body
-            self._bodies[function] = entry
+            self._keep(self._bodies, function, entry)
         return body
 
     def instantiation(self, cls):
@@ -1190,7 +1201,11 @@ cdef class NestedOverdub:
 
     def __call__(self, ctx, f, *args, **kwargs):
         engine.check_arguments(ctx, f)
-        return Runtime(ctx, self.parent).run(f, args, kwargs)
+        runtime = Runtime(ctx, self.parent)
+        try:
+            return runtime.run(f, args, kwargs)
+        finally:
+            runtime.release()
 
 
 cdef class OperationSite:

@@ -43,6 +43,7 @@ class Runtime:
     def __init__(self, ctx, parent=None):
         self.ctx = ctx
         self.parent = parent
+        self._retained = True
         chain = [type(ctx)]
         outer = parent
         while outer is not None:
@@ -62,6 +63,25 @@ class Runtime:
         self._slots = {}
         self._droppers = {}
         self._tagging = getattr(self.ctx, "tag", None) is not None
+
+    def release(self):
+        """Drop every cache and keep nothing more until :meth:`retain`.
+        Rewritten code refers to its runtime from its constants, which the
+        garbage collector cannot see: while the runtime holds that code, the
+        two keep each other (and the context) alive.  Released, a runtime
+        lives as long as some code bound to it runs."""
+        self._retained = False
+        self._reset()
+
+    def retain(self):
+        """Cache again (the runtime is in use at top level)."""
+        self._retained = True
+
+    def _keep(self, cache, key, value):
+        if self._retained:
+            if len(cache) >= CACHE_MAX:
+                cache.clear()
+            cache[key] = value
 
     # -- slots --------------------------------------------------------------
 
@@ -100,10 +120,8 @@ class Runtime:
             if f.__closure__ is not None:
                 return self._resolve_closure(f)
             target = self._target(f)
-            if len(self._functions) >= CACHE_MAX:
-                self._functions.clear()
-            self._functions[f] = (f.__code__, f.__defaults__, target,
-                                  f.__kwdefaults__, f.__name__, f.__qualname__)
+            self._keep(self._functions, f, (f.__code__, f.__defaults__, target,
+                                            f.__kwdefaults__, f.__name__, f.__qualname__))
             return target
         if type(f) is _MethodType:
             # A bound method resolves as its function, bound again.
@@ -119,9 +137,8 @@ class Runtime:
         if callables.is_stable(f):
             target = self._resolved.get(f)
             if target is None:
-                if len(self._resolved) >= CACHE_MAX:
-                    self._resolved.clear()
-                target = self._resolved[f] = self._target(f)
+                target = self._target(f)
+                self._keep(self._resolved, f, target)
             return target
         return self._target(f)
 
@@ -137,7 +154,7 @@ class Runtime:
                 and entry[5] is f.__name__ and entry[6] is f.__qualname__):
             return entry[3]
         target = self._target(f)
-        if (target is not f and type(target) is _FunctionType
+        if (self._retained and target is not f and type(target) is _FunctionType
                 and target.__closure__ is f.__closure__):  # the rewritten body
             closures = self._closures
             if len(closures) >= CACHE_MAX:
@@ -256,9 +273,8 @@ class Runtime:
         stable callees, which :meth:`resolve` caches)."""
         dropper = self._droppers.get(id(target))
         if dropper is None or dropper.target is not target:
-            if len(self._droppers) >= CACHE_MAX:
-                self._droppers.clear()
-            dropper = self._droppers[id(target)] = DropSelf(target)
+            dropper = DropSelf(target)
+            self._keep(self._droppers, id(target), dropper)
         return dropper
 
     def _target(self, f):
@@ -276,11 +292,9 @@ class Runtime:
             return entry[2]
         body = engine.rewritten_function(function, self.kinds, self.slot, self.passes)
         if function.__closure__ is None:
-            if len(self._bodies) >= CACHE_MAX:
-                self._bodies.clear()
-            self._bodies[function] = (function.__code__, function.__defaults__, body,
-                                      function.__kwdefaults__, function.__name__,
-                                      function.__qualname__)
+            self._keep(self._bodies, function, (function.__code__, function.__defaults__, body,
+                                                function.__kwdefaults__, function.__name__,
+                                                function.__qualname__))
         return body
 
     def instantiation(self, cls):
@@ -484,7 +498,11 @@ class NestedOverdub:
     def __call__(self, ctx, f, /, *args, **kwargs):
         try:
             engine.check_arguments(ctx, f)
-            return Runtime(ctx, self.parent).run(f, args, kwargs)
+            runtime = Runtime(ctx, self.parent)
+            try:
+                return runtime.run(f, args, kwargs)
+            finally:
+                runtime.release()
         except BaseException as exception:
             _drop_library_entries(exception)
             raise

@@ -9,6 +9,7 @@ only (SPEC §3.4).  ``overdub`` is a small C function from the core for this
 reason: a Python function cannot keep its own frame out of a traceback.
 """
 
+import collections
 import os
 import sys
 
@@ -29,11 +30,29 @@ else:
         IMPLEMENTATION = "python"
 
 
+#: How many top-level runtimes keep their caches (rewritten bodies,
+#: resolved call targets); the least recently entered beyond that are
+#: released (see ``Runtime.release``), so contexts nobody uses any more can
+#: be collected.
+RUNTIMES_KEPT = 16
+
+_recent_runtimes = collections.OrderedDict()
+
+
 def runtime_of(ctx):
-    """The runtime serving ``ctx`` at top level (created on first use)."""
+    """The runtime serving ``ctx`` at top level (created on first use),
+    noted as the most recently entered."""
     runtime = ctx._runtime
     if runtime is None:
         runtime = ctx._runtime = Runtime(ctx)
+    recent = _recent_runtimes
+    if recent and next(reversed(recent)) is runtime:
+        return runtime
+    runtime.retain()
+    recent[runtime] = None
+    recent.move_to_end(runtime)
+    while len(recent) > RUNTIMES_KEPT:
+        recent.popitem(last=False)[0].release()
     return runtime
 
 
