@@ -17,6 +17,9 @@ median).  Which file is which is read from the ``cassette`` entry that
 bench/conftest.py writes into the JSON's machine_info; when that does not
 tell, the first file is taken as the Cython run.
 
+Benchmarks of bench/test_first_call.py (the first overdubbed call in a fresh
+process: plain, cold cache, warm cache) get a table of their own.
+
 Standard library only; exits non-zero only on unreadable input.
 """
 
@@ -44,7 +47,13 @@ class Run:
         self.python = cassette.get("python") or info.get("python_version", "?")
         self.medians = {}
         self.workloads = []
+        self.first_calls = {}   # workload -> mode -> (median seconds, extra_info)
         for bench in data.get("benchmarks", []):
+            extra = bench.get("extra_info") or {}
+            if "first_call_mode" in extra:
+                self.first_calls.setdefault(extra["first_call_workload"], {})[
+                    extra["first_call_mode"]] = (bench["stats"][stat], extra)
+                continue
             workload, variant = identify(bench)
             if workload is None:
                 continue
@@ -66,6 +75,8 @@ class Run:
 def identify(bench):
     """(workload, variant) of one benchmark entry, or (None, None)."""
     extra = bench.get("extra_info") or {}
+    if "first_call_mode" in extra:
+        return None, None       # bench/test_first_call.py: see first_call_report
     if "workload" in extra and "variant" in extra:
         return extra["workload"], extra["variant"]
     params = bench.get("params") or {}
@@ -144,6 +155,45 @@ def ratio_report(run):
     return "\n".join(text)
 
 
+def first_call_report(run):
+    """The table of bench/test_first_call.py's benchmarks (first overdubbed
+    call in a fresh process: plain, cold cache, warm cache)."""
+
+    def ratio(a, b):
+        return "-" if a is None or b is None or b <= 0 else f"{a / b:.1f}x"
+
+    def num(value, fmt):
+        return "-" if value is None else format(value, fmt)
+
+    header = ["workload", "plain (ms)", "cold (ms)", "warm (ms)", "cold/plain", "warm/plain",
+              "cold/warm", "code objects", "rewrite us/fn", "rewrite us/instr",
+              "round-trip us/instr", "load us/fn"]
+    rows = []
+    breakdowns = []
+    for workload, modes in run.first_calls.items():
+        plain, cold, warm = (modes.get(m, (None, {}))[0] for m in ("plain", "cold", "warm"))
+        cold_info = modes.get("cold", (None, {}))[1]
+        warm_info = modes.get("warm", (None, {}))[1]
+        rows.append([workload, num(plain and plain * 1e3, ".1f"), num(cold and cold * 1e3, ".1f"),
+                     num(warm and warm * 1e3, ".1f"), ratio(cold, plain), ratio(warm, plain),
+                     ratio(cold, warm), num(cold_info.get("code_objects"), ".0f"),
+                     num(cold_info.get("rewrite_us_median"), ".0f"),
+                     num(cold_info.get("rewrite_us_per_instr_median"), ".1f"),
+                     num(cold_info.get("roundtrip_us_per_instr_median"), ".1f"),
+                     num(warm_info.get("load_us_median"), ".0f")])
+        for mode, info in (("cold", cold_info), ("warm", warm_info)):
+            parts = info.get("breakdown_ms")
+            if parts:
+                breakdowns.append(f"  {workload} {mode}: " + ", ".join(
+                    f"{name} {value:.1f}" for name, value in parts.items()))
+    text = [f"First overdubbed call in a fresh process ({run.stat}): {run.label()}",
+            table(header, rows)]
+    if breakdowns:
+        text.append("breakdown of the first call (ms):")
+        text += breakdowns
+    return "\n".join(text)
+
+
 def order_runs(first, second):
     """(cython run, pure run), from the recorded runtimes when they tell."""
     if first.implementation == "python" and second.implementation == "cython":
@@ -203,8 +253,12 @@ def main(argv=None):
     if len(runs) == 2:
         runs = list(order_runs(*runs))
     for run in runs:
-        print(ratio_report(run))
-        print()
+        if run.workloads:
+            print(ratio_report(run))
+            print()
+        if run.first_calls:
+            print(first_call_report(run))
+            print()
     if len(runs) == 2:
         print(speedup_report(*runs))
     return 0
