@@ -291,3 +291,316 @@ class Layer:
     def eval_arguments(source, globals=None, locals=None, /):
         """Binds the arguments of ``eval`` like :meth:`exec_arguments`."""
         return source, globals, locals, None
+
+    # -- verification of a pass's output (cassette.verify) ---------------------
+    #
+    # What each instruction a pass may emit does to the value stack, in the
+    # vocabulary of cassette/verify.py (which documents the kind tokens).  A
+    # signature is a string "kept : popped -> pushed", bottom of the stack
+    # first: kept values stay in place and are read, popped values are
+    # consumed, pushed values produced ("=N" pushes the N-th popped value
+    # back, itself).  Without ":" nothing is kept.  An instruction without a
+    # signature may not appear in a pass's output (pseudo, instrumented and
+    # specialized opcodes, EXTENDED_ARG, CACHE, INTERPRETER_EXIT …).
+
+    #: Instructions that set up the frame; allowed only where the original
+    #: code has them (its prologue, before the first RESUME).  MAKE_CELL is
+    #: not among them: 3.12+ comprehensions remake their variable's cell, and
+    #: it only wraps what the slot holds in a new cell.
+    verify_frame_setup = frozenset({"COPY_FREE_VARS", "RETURN_GENERATOR"})
+
+    #: Instructions after which execution does not fall through.
+    verify_final = frozenset({
+        "RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE",
+        "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT",
+    })
+
+    #: Instructions that leave the frame: the stack must be empty after them.
+    verify_returns = frozenset({"RETURN_VALUE", "RETURN_CONST"})
+
+    #: Instructions with no error path once they run (monitoring may still
+    #: raise *before* one runs, with its inputs on the stack).  Inside a
+    #: protected range they may consume values below the range's depth.
+    verify_nonraising = frozenset({
+        "NOP", "POP_TOP", "PUSH_NULL", "SWAP", "COPY", "LOAD_CONST",
+        "STORE_FAST", "PUSH_EXC_INFO", "POP_EXCEPT", "END_FOR", "END_SEND",
+        "YIELD_VALUE", "RETURN_VALUE", "RETURN_CONST", "JUMP_FORWARD",
+        "LOAD_FAST_AND_CLEAR", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST",
+    })
+
+    #: Conditional jumps on ``value is None``: name -> True when the jump is
+    #: taken for None.
+    verify_none_jumps = {"POP_JUMP_IF_NONE": True, "POP_JUMP_IF_NOT_NONE": False}
+
+    #: Jumps whose target must lie after / before them.
+    verify_forward_jumps = frozenset({"JUMP_FORWARD", "POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE",
+                                      "POP_JUMP_IF_NONE", "POP_JUMP_IF_NOT_NONE", "FOR_ITER",
+                                      "SEND"})
+    verify_backward_jumps = frozenset({"JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
+
+    #: True when LOAD_FAST raises UnboundLocalError for an unbound local
+    #: (3.11); from 3.12 the compiler proves the local bound and LOAD_FAST
+    #: reads it unchecked (LOAD_FAST_CHECK is the checked form).
+    verify_load_fast_checks = False
+
+    #: The instructions FOR_ITER skips when the iterator is exhausted: its
+    #: target must be followed by exactly these (the interpreter jumps past
+    #: them, a generator's return executes them).
+    verify_for_iter_exit = ("END_FOR",)
+
+    #: The instruction a KW_NAMES must be followed by (None: no KW_NAMES).
+    verify_kw_names_next = "CALL"
+
+    #: An instruction that must directly precede every CALL with the same
+    #: argument (3.11's PRECALL), or None.
+    verify_call_prefix = None
+
+    #: Largest BINARY_OP operator (NB_INPLACE_XOR); COMPARE_OP operators.
+    verify_binary_op_max = 25
+    verify_compare_ops = frozenset(range(6))
+
+    #: Largest RESUME argument.
+    verify_resume_max = 3
+
+    #: CALL_INTRINSIC_1 / CALL_INTRINSIC_2 by operand: signature.  Operands
+    #: not listed (INTRINSIC_1_INVALID …) are rejected.
+    verify_intrinsic1 = {
+        1: "obj -> obj",            # INTRINSIC_PRINT
+        2: "obj -> obj",            # INTRINSIC_IMPORT_STAR
+        3: "exc -> exc",            # INTRINSIC_STOPITERATION_ERROR
+        4: "obj -> obj",            # INTRINSIC_ASYNC_GEN_WRAP
+        5: "obj -> obj",            # INTRINSIC_UNARY_POSITIVE
+        6: "list -> tuple",         # INTRINSIC_LIST_TO_TUPLE (reads the list's items unchecked)
+        7: "str -> obj",            # INTRINSIC_TYPEVAR
+        8: "str -> obj",            # INTRINSIC_PARAMSPEC
+        9: "str -> obj",            # INTRINSIC_TYPEVARTUPLE
+        10: "tuple -> obj",         # INTRINSIC_SUBSCRIPT_GENERIC
+        11: "alias_args -> obj",    # INTRINSIC_TYPEALIAS
+    }
+    verify_intrinsic2 = {
+        1: "exc list_exc -> exc|none",  # INTRINSIC_PREP_RERAISE_STAR
+        2: "str obj -> obj",            # INTRINSIC_TYPEVAR_WITH_BOUND
+        3: "str obj -> obj",            # INTRINSIC_TYPEVAR_WITH_CONSTRAINTS
+        4: "func tuple -> =0",          # INTRINSIC_SET_FUNCTION_TYPE_PARAMS
+    }
+
+    #: Signatures that do not depend on the argument.
+    verify_fixed = {
+        "NOP": " -> ",
+        "RESUME": " -> ",
+        "MAKE_CELL": " -> ",
+        "POP_TOP": "obj -> ",
+        "PUSH_NULL": " -> null",
+        "UNARY_NEGATIVE": "obj -> obj",
+        "UNARY_NOT": "obj -> obj",
+        "UNARY_INVERT": "obj -> obj",
+        "BINARY_OP": "obj obj -> obj",
+        "BINARY_SUBSCR": "obj obj -> obj",
+        "BINARY_SLICE": "obj obj obj -> obj",
+        "STORE_SLICE": "obj obj obj obj -> ",
+        "STORE_SUBSCR": "obj obj obj -> ",
+        "DELETE_SUBSCR": "obj obj -> ",
+        "GET_LEN": "obj : -> obj",
+        "MATCH_MAPPING": "obj : -> obj",
+        "MATCH_SEQUENCE": "obj : -> obj",
+        "MATCH_KEYS": "obj tuple : -> obj",         # match_keys reads the keys tuple unchecked
+        "MATCH_CLASS": "obj obj tuple -> obj",      # match_class reads the names tuple unchecked
+        "GET_ITER": "obj -> iter",
+        "GET_YIELD_FROM_ITER": "obj -> obj",
+        "GET_AITER": "obj -> obj",
+        "GET_ANEXT": "obj : -> obj",
+        "GET_AWAITABLE": "obj -> obj",
+        "END_FOR": "obj obj -> ",
+        "END_SEND": "obj obj -> =1",
+        "RETURN_VALUE": "obj -> ",
+        "RETURN_CONST": " -> ",
+        "YIELD_VALUE": "obj -> obj",
+        "POP_EXCEPT": "exc|none -> ",
+        "END_ASYNC_FOR": "obj exc -> ",
+        "CLEANUP_THROW": "obj obj exc -> none obj",
+        "LOAD_ASSERTION_ERROR": " -> obj",
+        "LOAD_BUILD_CLASS": " -> obj",
+        "STORE_NAME": "obj -> ",
+        "DELETE_NAME": " -> ",
+        "LOAD_NAME": " -> obj",
+        "LOAD_LOCALS": " -> obj",
+        "LOAD_FROM_DICT_OR_GLOBALS": "obj -> obj",
+        "LOAD_FROM_DICT_OR_DEREF": "obj -> obj",
+        "STORE_ATTR": "obj obj -> ",
+        "DELETE_ATTR": "obj -> ",
+        "STORE_GLOBAL": "obj -> ",
+        "DELETE_GLOBAL": " -> ",
+        "LOAD_DEREF": " -> obj",
+        "STORE_DEREF": "obj -> ",
+        "DELETE_DEREF": " -> ",
+        "LOAD_CLOSURE": " -> cell",
+        "SETUP_ANNOTATIONS": " -> ",
+        "IMPORT_NAME": "obj obj -> obj",
+        "IMPORT_FROM": "obj : -> obj",
+        "IS_OP": "obj obj -> obj",
+        "CONTAINS_OP": "obj obj -> obj",
+        "COMPARE_OP": "obj obj -> obj",
+        "CHECK_EG_MATCH": "exc|none obj -> exc|none exc|none",
+        "CHECK_EXC_MATCH": "obj : obj -> obj",
+        "JUMP_FORWARD": " -> ",
+        "JUMP_BACKWARD": " -> ",
+        "JUMP_BACKWARD_NO_INTERRUPT": " -> ",
+        "POP_JUMP_IF_FALSE": "obj -> ",
+        "POP_JUMP_IF_TRUE": "obj -> ",
+        "POP_JUMP_IF_NONE": "obj -> ",
+        "POP_JUMP_IF_NOT_NONE": "obj -> ",
+        "BEFORE_WITH": "obj -> obj obj",
+        "BEFORE_ASYNC_WITH": "obj -> obj obj",
+        # exit function, lasti, the previous exception, the exception; it
+        # reads the exception's traceback unchecked.
+        "WITH_EXCEPT_START": "obj any any exc : -> obj",
+        "PUSH_EXC_INFO": "exc -> exc|none =0",
+        "KW_NAMES": " -> ",
+        "LOAD_FAST": " -> obj",
+        "LOAD_FAST_CHECK": " -> obj",
+        "LOAD_FAST_AND_CLEAR": " -> null|obj",
+        "STORE_FAST": "null|obj -> ",
+        "DELETE_FAST": " -> ",
+        "LOAD_CONST": " -> obj",
+        "SWAP": " -> ",
+        "COPY": " -> ",
+    }
+
+    def verify_signature(self, name, arg, jump):
+        """The signature of instruction ``name`` with argument ``arg`` when
+        its jump is taken (``jump``) or not, or None when a pass may not emit
+        it.  ``arg`` has been checked to be of the right type."""
+        sig = self._verify_version_signature(name, arg, jump)
+        if sig is not None:
+            return sig
+        fixed = self.verify_fixed.get(name)
+        if fixed is not None:
+            return fixed
+        n = arg if type(arg) is int else 0
+        if name in ("LIST_APPEND", "LIST_EXTEND"):
+            return " ".join(["list"] + ["any"] * (n - 1)) + " : obj -> "
+        if name in ("SET_ADD", "SET_UPDATE"):
+            return " ".join(["set"] + ["any"] * (n - 1)) + " : obj -> "
+        if name == "DICT_UPDATE":
+            return " ".join(["dict"] + ["any"] * (n - 1)) + " : obj -> "
+        if name == "MAP_ADD":
+            return " ".join(["dict"] + ["any"] * (n - 1)) + " : obj obj -> "
+        if name == "DICT_MERGE":
+            # The callable of the call being built is read (for the error
+            # message when the merge fails).
+            return " ".join(["obj"] + ["any"] * self._verify_dict_merge_gap
+                            + ["dict"] + ["any"] * (n - 1)) + " : obj -> "
+        if name == "BUILD_TUPLE":
+            return " ".join(["obj"] * n) + " -> tuple*"
+        if name == "BUILD_LIST":
+            return " ".join(["obj"] * n) + " -> list*"
+        if name == "BUILD_SET":
+            return " ".join(["obj"] * n) + " -> set"
+        if name == "BUILD_MAP":
+            return " ".join(["obj"] * (2 * n)) + " -> dict"
+        if name == "BUILD_CONST_KEY_MAP":
+            return " ".join(["obj"] * (n + 1)) + " -> dict"
+        if name == "BUILD_STRING":
+            return " ".join(["obj"] * n) + " -> str"
+        if name == "BUILD_SLICE":
+            return " ".join(["obj"] * n) + " -> obj"
+        if name == "UNPACK_SEQUENCE":
+            return "obj -> " + " ".join(["obj"] * n)
+        if name == "UNPACK_EX":
+            return "obj -> " + " ".join(["obj"] * ((n & 0xFF) + 1 + (n >> 8)))
+        if name == "RAISE_VARARGS":
+            return " ".join(["obj"] * n) + " -> "
+        if name == "RERAISE":
+            # With an argument, the value that far below the exception is
+            # the lasti an exception handler pushed: RERAISE jumps there.
+            kept = ["lasti"] + ["any"] * (n - 1) if n else []
+            return " ".join(kept) + " : exc -> "
+        if name == "CALL_INTRINSIC_1":
+            return self.verify_intrinsic1.get(int(arg))
+        if name == "CALL_INTRINSIC_2":
+            return self.verify_intrinsic2.get(int(arg))
+        if name == "LOAD_GLOBAL":
+            return " -> " + " ".join(self._verify_with_null("obj") if arg[0] else ["obj"])
+        return None
+
+    def verify_arg_error(self, name, arg):
+        """Why ``arg`` is out of range for ``name`` (an enum or count the
+        interpreter indexes a table with or trusts), or None."""
+        if name == "BINARY_OP":
+            if not 0 <= int(arg) <= self.verify_binary_op_max:
+                return f"BINARY_OP operator {int(arg)} is not one of 0..{self.verify_binary_op_max}"
+        elif name == "COMPARE_OP":
+            if int(arg) not in self.verify_compare_ops:
+                return f"COMPARE_OP operator {int(arg)} is not a comparison"
+        elif name in ("IS_OP", "CONTAINS_OP"):
+            if arg not in (0, 1):
+                return f"{name} takes 0 or 1, not {arg}"
+        elif name == "CALL_INTRINSIC_1":
+            if int(arg) not in self.verify_intrinsic1:
+                return f"CALL_INTRINSIC_1 operand {int(arg)} is not a valid intrinsic"
+        elif name == "CALL_INTRINSIC_2":
+            if int(arg) not in self.verify_intrinsic2:
+                return f"CALL_INTRINSIC_2 operand {int(arg)} is not a valid intrinsic"
+        elif name == "RAISE_VARARGS":
+            if not 0 <= arg <= 2:
+                return f"RAISE_VARARGS takes 0, 1 or 2, not {arg}"
+        elif name == "RERAISE":
+            if not 0 <= arg <= 2:
+                return f"RERAISE takes 0, 1 or 2, not {arg}"
+        elif name == "BUILD_SLICE":
+            if arg not in (2, 3):
+                return f"BUILD_SLICE takes 2 or 3, not {arg}"
+        elif name == "GET_AWAITABLE":
+            if not 0 <= arg <= 2:
+                return f"GET_AWAITABLE takes 0, 1 or 2, not {arg}"
+        elif name == "RESUME":
+            if not 0 <= arg <= self.verify_resume_max:
+                return f"RESUME takes 0..{self.verify_resume_max}, not {arg}"
+        elif name == "SWAP":
+            if arg < 2:
+                return f"SWAP needs an argument of at least 2, not {arg}"
+        elif name == "COPY":
+            if arg < 1:
+                return f"COPY needs an argument of at least 1, not {arg}"
+        elif name in ("LIST_APPEND", "LIST_EXTEND", "SET_ADD", "SET_UPDATE", "MAP_ADD",
+                      "DICT_UPDATE", "DICT_MERGE"):
+            if arg < 1:
+                return f"{name} needs an argument of at least 1, not {arg}"
+        return self._verify_version_arg_error(name, arg)
+
+    def verify_resume_at_start(self, arg):
+        """True for the RESUME that starts the code (after the prologue)."""
+        return arg == 0
+
+    def verify_yield_reads_receiver(self, instr, next_instr):
+        """True when, suspended at YIELD_VALUE ``instr``, the frame's top of
+        stack is read as the sub-iterator of a ``yield from``/``await``
+        (so it must be a value)."""
+        return (next_instr is not None and next_instr.name == "RESUME"
+                and type(next_instr.arg) is int and next_instr.arg >= 2)
+
+    #: DICT_MERGE: how many stack slots lie between the dict and the callable.
+    _verify_dict_merge_gap = 1
+
+    def _verify_with_null(self, token):
+        """A callable's ``token`` and a NULL pushed with it, in stack order."""
+        return ["null", token] if self.null_below_callable else [token, "null"]
+
+    def _verify_version_signature(self, name, arg, jump):
+        """Signatures of the instructions this version spells its own way."""
+        return None
+
+    def _verify_version_arg_error(self, name, arg):
+        return None
+
+    def _verify_make_function(self, flags):
+        """MAKE_FUNCTION's signature when it takes its flags (3.11, 3.12):
+        the code object on top, below it the closure, annotations, keyword
+        defaults and defaults the flags announce."""
+        popped = [token for bit, token in ((1, "tuple"), (2, "dict"), (4, "annotations"),
+                                           (8, "cells")) if flags & bit]
+        return " ".join(popped + ["code"]) + " -> func"
+
+    #: True when *_FAST instructions may address a cell or free variable's
+    #: slot (3.13 compiles LOAD_CLOSURE to LOAD_FAST of the cell).
+    verify_fast_reads_cells = False

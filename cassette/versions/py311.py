@@ -81,3 +81,83 @@ class Layer311(Layer):
         return [Instr("POP_TOP", location=location),
                 Instr("POP_TOP", location=location),
                 Instr("JUMP_FORWARD", target, location=location)]
+
+    # -- verification of a pass's output (cassette.verify) ---------------------
+
+    verify_fixed = {
+        **{name: sig for name, sig in Layer.verify_fixed.items()
+           if name not in ("POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE",
+                           "POP_JUMP_IF_NOT_NONE", "RETURN_CONST", "END_FOR", "END_SEND",
+                           "BINARY_SLICE", "STORE_SLICE", "CLEANUP_THROW", "LOAD_LOCALS",
+                           "LOAD_FROM_DICT_OR_GLOBALS", "LOAD_FROM_DICT_OR_DEREF",
+                           "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR")},
+        "POP_JUMP_FORWARD_IF_FALSE": "obj -> ",
+        "POP_JUMP_FORWARD_IF_TRUE": "obj -> ",
+        "POP_JUMP_FORWARD_IF_NONE": "obj -> ",
+        "POP_JUMP_FORWARD_IF_NOT_NONE": "obj -> ",
+        "POP_JUMP_BACKWARD_IF_FALSE": "obj -> ",
+        "POP_JUMP_BACKWARD_IF_TRUE": "obj -> ",
+        "POP_JUMP_BACKWARD_IF_NONE": "obj -> ",
+        "POP_JUMP_BACKWARD_IF_NOT_NONE": "obj -> ",
+        "UNARY_POSITIVE": "obj -> obj",
+        "LIST_TO_TUPLE": "list -> tuple",
+        "PREP_RERAISE_STAR": "exc list_exc -> exc|none",   # reads the list unchecked
+        "ASYNC_GEN_WRAP": "obj -> obj",
+        "PRINT_EXPR": "obj -> ",
+        "IMPORT_STAR": "obj -> ",
+        "LOAD_CLASSDEREF": " -> obj",
+        "LOAD_ATTR": "obj -> obj",
+        "LOAD_METHOD": "obj -> null|obj obj",
+    }
+    verify_none_jumps = {
+        "POP_JUMP_FORWARD_IF_NONE": True, "POP_JUMP_BACKWARD_IF_NONE": True,
+        "POP_JUMP_FORWARD_IF_NOT_NONE": False, "POP_JUMP_BACKWARD_IF_NOT_NONE": False,
+    }
+    verify_forward_jumps = frozenset({
+        "JUMP_FORWARD", "POP_JUMP_FORWARD_IF_FALSE", "POP_JUMP_FORWARD_IF_TRUE",
+        "POP_JUMP_FORWARD_IF_NONE", "POP_JUMP_FORWARD_IF_NOT_NONE",
+        "JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP", "FOR_ITER", "SEND",
+    })
+    verify_backward_jumps = frozenset({
+        "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "POP_JUMP_BACKWARD_IF_FALSE",
+        "POP_JUMP_BACKWARD_IF_TRUE", "POP_JUMP_BACKWARD_IF_NONE", "POP_JUMP_BACKWARD_IF_NOT_NONE",
+    })
+    verify_load_fast_checks = True
+    # An exhausted FOR_ITER pops the iterator and jumps: nothing is skipped.
+    verify_for_iter_exit = ()
+    verify_kw_names_next = "PRECALL"
+    # PRECALL and CALL act as one instruction: a specialized PRECALL makes
+    # the call itself and skips the CALL after it.
+    verify_call_prefix = "PRECALL"
+
+    def _verify_version_signature(self, name, arg, jump):
+        if name == "FOR_ITER":
+            return "iter -> " if jump else "iter : -> obj"
+        if name == "SEND":
+            # Returning, the sub-iterator is popped along with the value sent.
+            return "obj obj -> obj" if jump else "obj : obj -> obj"
+        if name in ("JUMP_IF_FALSE_OR_POP", "JUMP_IF_TRUE_OR_POP"):
+            return "obj : -> " if jump else "obj -> "
+        if name in ("PRECALL", "CALL"):
+            # [NULL, callable] or [method, self], then the arguments.
+            args = " ".join(["obj"] * arg)
+            if name == "PRECALL":
+                return f"null|obj obj {args} -> null|obj obj {args}"
+            return f"null|obj obj {args} -> obj"
+        if name == "CALL_FUNCTION_EX":
+            # A NULL below the callable; kwargs that are not a dict are
+            # converted.
+            return "null obj obj obj -> obj" if arg & 1 else "null obj obj -> obj"
+        if name == "MAKE_FUNCTION":
+            return self._verify_make_function(arg)
+        if name == "FORMAT_VALUE":
+            return "obj obj -> str" if arg & 4 else "obj -> str"
+        return None
+
+    def _verify_version_arg_error(self, name, arg):
+        if name == "FORMAT_VALUE" and not 0 <= arg <= 7:
+            return f"FORMAT_VALUE flags {arg} are not in 0..7"
+        if name == "MAKE_FUNCTION" and not 0 <= arg <= 15:
+            return f"MAKE_FUNCTION flags {arg} are not in 0..15"
+        return None
+

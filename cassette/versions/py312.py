@@ -64,3 +64,37 @@ class Layer312(Layer):
     def for_exhausted(self, target, location):
         # The loop's exit label is its END_FOR, which pops iterator and value.
         return [Instr("JUMP_FORWARD", target, location=location)]
+
+    # -- verification of a pass's output (cassette.verify) ---------------------
+
+    def _verify_version_signature(self, name, arg, jump):
+        if name == "FOR_ITER":
+            # Exhausted, FOR_ITER pops the iterator and skips the END_FOR at
+            # its target; a generator's return runs that END_FOR instead.
+            return "iter : -> obj"
+        if name == "SEND":
+            return "obj : obj -> obj"
+        if name == "CALL":
+            # [NULL, callable] or [method, self], then the arguments.
+            return " ".join(["null|obj", "obj"] + ["obj"] * arg) + " -> obj"
+        if name == "CALL_FUNCTION_EX":
+            # A NULL below the callable; kwargs must be a dict (DICT_MERGE
+            # makes one).
+            return "null obj obj dict -> obj" if arg & 1 else "null obj obj -> obj"
+        if name == "MAKE_FUNCTION":
+            return self._verify_make_function(arg)
+        if name == "FORMAT_VALUE":
+            return "obj obj -> str" if arg & 4 else "obj -> str"
+        if name == "LOAD_ATTR":
+            return "obj -> null|obj obj" if arg[0] else "obj -> obj"
+        if name == "LOAD_SUPER_ATTR":
+            return "obj obj obj -> null|obj obj" if arg[0] else "obj obj obj -> obj"
+        return None
+
+    def _verify_version_arg_error(self, name, arg):
+        if name == "FORMAT_VALUE" and not 0 <= arg <= 7:
+            return f"FORMAT_VALUE flags {arg} are not in 0..7"
+        if name == "MAKE_FUNCTION" and not 0 <= arg <= 15:
+            return f"MAKE_FUNCTION flags {arg} are not in 0..15"
+        return None
+

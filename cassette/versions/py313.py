@@ -91,3 +91,67 @@ class Layer313(Layer):
         # The loop's exit label is END_FOR + POP_TOP: together they pop the
         # iterator and the value.
         return [Instr("JUMP_FORWARD", target, location=location)]
+
+    # -- verification of a pass's output (cassette.verify) ---------------------
+
+    verify_fixed = {
+        **Layer.verify_fixed,
+        # With monitoring on, END_FOR reads the iterator below its value.
+        "END_FOR": "obj : obj -> ",
+        "TO_BOOL": "obj -> obj",
+        "FORMAT_SIMPLE": "obj -> str",
+        "FORMAT_WITH_SPEC": "obj obj -> str",
+        "CONVERT_VALUE": "obj -> obj",
+        "MAKE_FUNCTION": "code -> func",
+        # LOAD_FAST_LOAD_FAST reads both locals unchecked.
+        "LOAD_FAST_LOAD_FAST": " -> obj obj",
+        "STORE_FAST_LOAD_FAST": "null|obj -> obj",
+        "STORE_FAST_STORE_FAST": "null|obj null|obj -> ",
+    }
+    # Exhausted, FOR_ITER pops the iterator and skips END_FOR and POP_TOP at
+    # its target; a generator's return runs them instead.
+    verify_for_iter_exit = ("END_FOR", "POP_TOP")
+    verify_kw_names_next = None
+    # COMPARE_OP's operator, with 16 for the forms that cast to bool.
+    verify_compare_ops = frozenset(range(6)) | frozenset(range(16, 22))
+    verify_resume_max = 7
+    _verify_dict_merge_gap = 2
+
+    def verify_resume_at_start(self, arg):
+        return arg & 3 == 0     # RESUME_OPARG_LOCATION_MASK
+
+    def verify_yield_reads_receiver(self, instr, next_instr):
+        return instr.arg == 1   # suspends the generator as FRAME_SUSPENDED_YIELD_FROM
+
+    def _verify_version_signature(self, name, arg, jump):
+        if name == "FOR_ITER":
+            return "iter : -> obj"
+        if name == "SEND":
+            return "obj : obj -> obj"
+        if name in ("CALL", "CALL_KW"):
+            # The callable, then self or NULL, then the arguments (and the
+            # tuple of keyword names CALL_KW trusts).
+            sig = " ".join(["obj", "null|obj"] + ["obj"] * arg)
+            return sig + f" kwnames:{arg} -> obj" if name == "CALL_KW" else sig + " -> obj"
+        if name == "CALL_FUNCTION_EX":
+            # A NULL above the callable; kwargs must be a dict.
+            return "obj null obj dict -> obj" if arg & 1 else "obj null obj -> obj"
+        if name == "SET_FUNCTION_ATTRIBUTE":
+            token = {1: "tuple", 2: "dict", 4: "annotations", 8: "cells"}.get(arg)
+            return None if token is None else f"{token} func -> =1"
+        if name == "LOAD_ATTR":
+            return "obj -> obj null|obj" if arg[0] else "obj -> obj"
+        if name == "LOAD_SUPER_ATTR":
+            return "obj obj obj -> obj null|obj" if arg[0] else "obj obj obj -> obj"
+        return None
+
+    def _verify_version_arg_error(self, name, arg):
+        if name == "CONVERT_VALUE" and not 1 <= int(arg) <= 3:
+            return f"CONVERT_VALUE conversion {int(arg)} is not one of 1..3"
+        if name == "SET_FUNCTION_ATTRIBUTE" and arg not in (1, 2, 4, 8):
+            return f"SET_FUNCTION_ATTRIBUTE takes 1, 2, 4 or 8, not {arg}"
+        if name == "YIELD_VALUE" and arg not in (0, 1):
+            return f"YIELD_VALUE takes 0 or 1, not {arg}"
+        return None
+
+    verify_fast_reads_cells = True
