@@ -85,11 +85,23 @@ then), so indexes in messages refer to that form.  The largest stack depth
 the code reaches is what the assembler's ``co_stacksize`` must cover; the
 tests compare the two.
 
+Known false positive: code where one name is a free variable and also a
+local or cell (3.12+: an inlined comprehension in a PEP 695 scope whose
+variable shadows a type parameter and is captured) may be rejected, since
+the ``bytecode`` package labels such slots by position, not kind.  The
+standard library has none outside ``test_type_params``.
+
 Not covered:
 
 * code objects among the constants (a nested function's body is checked
   when cassette runs it through a pass; ``MAKE_FUNCTION`` only checks the
   closure matches its free variables);
+* calls a pass adds of a PEP 695 scope's hidden function (made from a
+  ``<generic parameters of …>`` code constant) with arguments of the wrong
+  kind: its body trusts ``.defaults`` to be a tuple and ``.kwdefaults`` a
+  dict, as the compiler's own call guarantees.  (Generator expressions'
+  functions, whose body trusts ``.0`` to be an iterator, *are* checked: they
+  may only be called, on an iterator, and never copied or stored.)
 * objects a pass loads as constants and what calls do with them (any
   object may be a constant; calling it is ordinary Python);
 * run-time invariants the interpreter only asserts and that cannot crash a
@@ -142,9 +154,12 @@ FUNC = 1 << 14
 FUNC_PENDING = 1 << 15  # a function whose closure is not set yet (3.13)
 STR = 1 << 16
 CELL = 1 << 17
+ITERATING = 1 << 18     # a function of a generator expression's code (3.11: or a
+                        # comprehension's): it trusts its one argument, ``.0``, to be
+                        # an iterator, so it may only be called, on an iterator
 
-_ALL = (1 << 18) - 1
-_VALUES = _ALL & ~NULL & ~FUNC_PENDING
+_ALL = (1 << 19) - 1
+_VALUES = _ALL & ~NULL & ~FUNC_PENDING & ~ITERATING
 _TUPLES = TUPLE | CELLS | ALIAS
 
 _KIND_NAMES = {
@@ -152,7 +167,7 @@ _KIND_NAMES = {
     SET: "set", DICT: "dict", TUPLE: "tuple", CELLS: "tuple of cells",
     ALIAS: "tuple", ITER: "iterator", EXC: "exception", LASTI: "lasti",
     CODE: "code object", FUNC: "function", FUNC_PENDING: "function without its closure",
-    STR: "str", CELL: "cell",
+    STR: "str", CELL: "cell", ITERATING: "generator expression's function",
 }
 
 # Requirement tokens of the version layer's signatures: the kinds allowed.
@@ -162,7 +177,7 @@ _REQUIRES = {
     "tuple": _TUPLES, "iter": ITER, "exc": EXC, "exc|none": EXC | NONE,
     "lasti": LASTI, "code": CODE, "func": FUNC | FUNC_PENDING, "str": STR,
     "cells": CELLS, "alias_args": ALIAS, "annotations": DICT | _TUPLES,
-    "kwnames": TUPLE,
+    "kwnames": TUPLE, "callee": _VALUES | ITERATING, "null|callee": NULL | _VALUES | ITERATING,
 }
 
 # Kinds the pushed tokens produce.
@@ -187,6 +202,7 @@ _LOCAL_OPS = frozenset({
 _DEREF_OPS = frozenset(dis.opname[op] for op in dis.hasfree)
 _CONST_OPS = frozenset(dis.opname[op] for op in dis.hasconst)
 _LABEL = "label"
+_TYPE_PARAMS = ".type_params"
 
 
 def check(bytecode, original):
@@ -233,7 +249,9 @@ class _Signature:
         self.pushes = tuple(push_text.split())
         self.need = len(self.kept) + len(self.pops)
         self.npops = len(self.pops)
-        self.masks = tuple(mask for mask, _token in self.kept + self.pops)
+        # The fast path never lets a generator expression's function through:
+        # calling one needs the check in _Checker._apply.
+        self.masks = tuple(mask & ~ITERATING for mask, _token in self.kept + self.pops)
         tokens = [token for _mask, token in self.kept + self.pops]
         plain = all(t in _PRODUCES and t != "exc|none" for t in self.pushes) and not any(
             type(t) is tuple or t in ("annotations", "cells", "code", "func") for t in tokens)
@@ -389,6 +407,21 @@ def _tuple_length(value):
     return None
 
 
+def _takes_iterator(code):
+    """Whether functions of ``code`` trust their argument to be an iterator:
+    the implicit ``.0`` of a generator expression (3.11: or comprehension)
+    that the compiled code hands straight to FOR_ITER.  (An ``async for``
+    over ``.0`` gives it to GET_ANEXT, which checks its type.)"""
+    if code.co_argcount != 1 or code.co_varnames[:1] != (".0",):
+        return False
+    reads = False
+    for instr in dis.get_instructions(code):
+        if reads:
+            return instr.opname == "FOR_ITER"
+        reads = instr.opname.startswith("LOAD_FAST") and instr.argval == ".0"
+    return False
+
+
 def _tuple_kind(items):
     if items and all(v[0] == CELL for v in items):
         return CELLS
@@ -425,6 +458,7 @@ _TOKEN_TEXT = {
     "str": "a constant str", "cells": "a tuple of cells (LOAD_CLOSURE values)",
     "alias_args": "a (name, parameters, function) tuple",
     "annotations": "annotations (a dict or tuple of pairs)",
+    "callee": "a value", "null|callee": "a value or NULL",
 }
 
 
@@ -732,7 +766,9 @@ class _Checker:
                               f"{'free' if free else 'cell'} variables")
                 local = local.name
             elif type(local) is str:
-                free = local in self.freevars
+                # A name that is both a local and a free variable (an inlined
+                # comprehension's variable shadowing one) names the local.
+                free = local in self.freevars and local not in self.original.co_varnames
                 if free and not (self.layer.verify_fast_reads_cells and not writes):
                     self.fail(index, f"{local!r} is a free variable: {name} would make a second "
                               "local of that name")
@@ -836,13 +872,18 @@ class _Checker:
         for name in self.prologue_cells:
             bound, cell, _free = self._slot(name)
             bits |= bound | cell
-        self.iter_bits = 0
-        if self.argnames[:1] == [".0"] and ".0" not in self.written:
-            # The implicit argument of a generator expression (3.11: and of
-            # a comprehension) is the iterator the caller made with GET_ITER;
-            # the compiled code trusts it as FOR_ITER's operand and so may
-            # the pass's (as long as it never rebinds it).
-            self.iter_bits = self.slot_bits[".0"][0]
+        # Hidden arguments the compiler's callers fill with a known kind and
+        # its code trusts (as may the pass's, as long as it never rebinds
+        # them): a generator expression's iterator (3.11: a comprehension's;
+        # callers are checked, see ITERATING), and the defaults a PEP 695
+        # scope's function receives for the function it makes (not
+        # checked at the caller: only the compiler makes such calls).
+        self.trusted = []
+        hidden = [(".0", ITER)] if _takes_iterator(self.original) else []
+        hidden += [(".defaults", TUPLE), (".kwdefaults", DICT)]
+        for name, kind in hidden:
+            if name in self.argnames and name not in self.written:
+                self.trusted.append((self.slot_bits[name][0], kind))
         return bits
 
     def _merge(self, position, stack, bound, origin):
@@ -897,16 +938,10 @@ class _Checker:
                     contributed[handler] = (bound, stack[:depth])
                     self._enter_handler(index, handler, depth, push_lasti, stack, bound)
             sig = facts.sig
-            if facts.fast:
-                # Plain kinds in and out: check the masks, pop, push.
-                need = sig.need
-                if height < need:
-                    self._apply(index, instr, sig, stack, bound, False)   # reports
-                if need:
-                    for value, mask in zip(stack[height - need:], sig.masks):
-                        if value[0] & ~mask:
-                            self._apply(index, instr, sig, stack, bound, False)   # reports
-                    del stack[height - sig.npops:]
+            if facts.fast and height >= sig.need and not any(
+                    value[0] & ~mask for value, mask in zip(stack[height - sig.need:], sig.masks)):
+                # Plain kinds in and out, and the masks hold: pop, push.
+                del stack[height - sig.npops:]
                 stack.extend(sig.plain)
                 if target is not None:
                     self._merge(target, stack, bound, index)
@@ -977,12 +1012,28 @@ class _Checker:
         for value, (mask, token) in zip(popped, pops):
             self._require(index, value, mask, token, "takes")
         del stack[base:]
+        if popped and popped[0][0] & ITERATING:
+            # The compiler calls a generator expression's function as
+            # [function, iterator] CALL 0 — one layout that means
+            # function(iterator) in every version.
+            if name != "CALL" or instr.arg != 0 or popped[1][0] & ~ITER:
+                self.fail(index, "a generator expression's function may only be called as "
+                          "[function, iterator] CALL 0, on an iterator from GET_ITER")
 
         slots = self.slots.get(index)
         if slots is not None:
             after, bound = self._apply_slots(index, name, slots, popped, stack, bound)
             if after is not None:
                 return after, bound
+            if instr.arg.name == _TYPE_PARAMS:
+                # The compiler's hidden cell of a PEP 695 scope, which
+                # INTRINSIC_SUBSCRIPT_GENERIC reads as a tuple unchecked:
+                # only tuples may be stored there.
+                if name == "STORE_DEREF":
+                    self._require(index, popped[0], _TUPLES, "tuple", "stores")
+                elif name in ("LOAD_DEREF", "LOAD_FROM_DICT_OR_DEREF"):
+                    stack.append((TUPLE, None, None))
+                    return stack, bound
         if name in _CONST_OPS:
             if sig.pushes:
                 stack.append(_const_value(instr.arg))
@@ -1076,7 +1127,10 @@ class _Checker:
         slot, cell, free = slot_bits
         if free or bound & cell:
             return CELL
-        return ITER if slot & self.iter_bits else OBJ
+        for trusted_slot, kind in self.trusted:
+            if slot & trusted_slot:
+                return kind
+        return OBJ
 
     def _narrow(self, stack, ident, is_none):
         """After a None test of a value, on one branch: its copies left on
@@ -1113,13 +1167,15 @@ class _Checker:
             if token[0] == "=":
                 value = popped[int(token[1:])]
                 if "cells" in tokens and value[0] & FUNC_PENDING:
-                    value = ((value[0] & ~FUNC_PENDING) | FUNC, value[1], value[2])
+                    made = ITERATING if _takes_iterator(code) else FUNC
+                    value = ((value[0] & ~FUNC_PENDING) | made, value[1], value[2])
                 stack.append(value)
             elif token == "func":
                 # Without its closure yet (3.13 sets it with SET_FUNCTION_ATTRIBUTE;
                 # before, MAKE_FUNCTION takes it or the function is unusable).
                 pending = code.co_freevars and "cells" not in tokens
-                stack.append((FUNC_PENDING if pending else FUNC, None, ("func", code)))
+                made = FUNC_PENDING if pending else ITERATING if _takes_iterator(code) else FUNC
+                stack.append((made, None, ("func", code)))
             elif token == "list*":
                 exc_only = all(not v[0] & ~(EXC | NONE) for v in popped)
                 stack.append((LIST_EXC if exc_only else LIST, None, None))

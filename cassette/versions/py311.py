@@ -142,8 +142,8 @@ class Layer311(Layer):
             # [NULL, callable] or [method, self], then the arguments.
             args = " ".join(["obj"] * arg)
             if name == "PRECALL":
-                return f"null|obj obj {args} -> null|obj obj {args}"
-            return f"null|obj obj {args} -> obj"
+                return f"null|callee obj {args} : -> "
+            return f"null|callee obj {args} -> obj"
         if name == "CALL_FUNCTION_EX":
             # A NULL below the callable; kwargs that are not a dict are
             # converted.

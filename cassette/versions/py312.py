@@ -76,7 +76,7 @@ class Layer312(Layer):
             return "obj : obj -> obj"
         if name == "CALL":
             # [NULL, callable] or [method, self], then the arguments.
-            return " ".join(["null|obj", "obj"] + ["obj"] * arg) + " -> obj"
+            return " ".join(["null|callee", "obj"] + ["obj"] * arg) + " -> obj"
         if name == "CALL_FUNCTION_EX":
             # A NULL below the callable; kwargs must be a dict (DICT_MERGE
             # makes one).

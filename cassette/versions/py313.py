@@ -131,7 +131,7 @@ class Layer313(Layer):
         if name in ("CALL", "CALL_KW"):
             # The callable, then self or NULL, then the arguments (and the
             # tuple of keyword names CALL_KW trusts).
-            sig = " ".join(["obj", "null|obj"] + ["obj"] * arg)
+            sig = " ".join(["callee", "null|obj"] + ["obj"] * arg)
             return sig + f" kwnames:{arg} -> obj" if name == "CALL_KW" else sig + " -> obj"
         if name == "CALL_FUNCTION_EX":
             # A NULL above the callable; kwargs must be a dict.
