@@ -218,8 +218,18 @@ def is_library_code(code):
     """True for code that belongs to cassette itself (never overdubbed), the
     Cython core's traceback entries included."""
     filename = code.co_filename
-    return (os.path.dirname(filename) == _PACKAGE_DIR
-            or filename.startswith(_CORE_PREFIX))
+    try:
+        return _library_files[filename]
+    except KeyError:
+        pass
+    if len(_library_files) > 4096:
+        _library_files.clear()
+    answer = _library_files[filename] = (os.path.dirname(filename) == _PACKAGE_DIR
+                                         or filename.startswith(_CORE_PREFIX))
+    return answer
+
+
+_library_files = {}     # co_filename -> is_library_code's answer
 
 
 _acting_for_program = {}       # code object -> None, in marking order

@@ -481,15 +481,15 @@ def template_for(code, kinds, passes=(), function=None):
     # Rewriting is cassette's work, not the program's: it must not spend
     # the program's recursion budget (a program running near its limit,
     # as CPython's recursion tests do, would fail in the middle of it).
-    rewritten = diskcache.load(code, kinds, passes)
-    if rewritten is None:
-        sys.setrecursionlimit(sys.getrecursionlimit() + _REWRITE_FRAMES)
-        try:
+    sys.setrecursionlimit(sys.getrecursionlimit() + _REWRITE_FRAMES)
+    try:
+        rewritten = diskcache.load(code, kinds, passes)
+        if rewritten is None:
             rewritten = _rewritten_code(code, kinds, passes, function)
-        finally:
-            sys.setrecursionlimit(sys.getrecursionlimit() - _REWRITE_FRAMES)
-        if rewritten is not code:
-            diskcache.store(code, kinds, passes, rewritten)
+            if rewritten is not code:
+                diskcache.store(code, kinds, passes, rewritten)
+    finally:
+        sys.setrecursionlimit(sys.getrecursionlimit() - _REWRITE_FRAMES)
     template = Template(rewritten)
     _templates[key] = (code, template)
     while len(_templates) > TEMPLATES_MAX:

@@ -106,10 +106,6 @@ def install(route, class_seen, note_class_seen):
     _route, _class_seen, _note_class_seen = route, class_seen, note_class_seen
 
 
-def _is_dunder(name):
-    return type(name) is str and len(name) > 4 and name[:2] == "__" and name[-2:] == "__"
-
-
 def _route_function(function, protocol=False):
     if type(function) is _FunctionType and not callables.is_library_code(function.__code__):
         _route(function, protocol)
@@ -127,11 +123,13 @@ def _route_own_entries(klass):
     for name, value in list(namespace.items()):
         kind = type(value)
         if kind is _FunctionType or kind is staticmethod or kind is classmethod:
-            function = value if kind is _FunctionType else value.__func__
-            if _is_dunder(name):
-                _route_function(function, True)
+            if type(name) is str and name[:2] == "__" and name[-2:] == "__" and len(name) > 4:
+                protocol = True
             elif name in METHODS_CALLED_BY_NAME:
-                _route_function(function)
+                protocol = False
+            else:
+                continue
+            _route_function(value if kind is _FunctionType else value.__func__, protocol)
         elif kind is property:
             _route_function(value.fget, True)
             _route_function(value.fset, True)
