@@ -145,10 +145,11 @@ def _permute(tags, instr):
 _effects = {}
 
 
-def _pops_and_pushes(instr, jump):
-    """``(values popped, values pushed)`` by ``instr`` (cached: the effect
-    depends on the opcode, an integer argument or the leading flag of a
-    tuple argument — the NULL/method bit — and the direction)."""
+def _effect(instr, jump):
+    """``(values popped, values pushed, tags of the pushed values or None)``
+    for ``instr`` (cached: all three depend on the opcode, an integer
+    argument or the leading flag of a tuple argument — the NULL/method bit —
+    and the direction)."""
     arg = instr.arg
     kind = type(arg)
     if kind is tuple:
@@ -161,7 +162,8 @@ def _pops_and_pushes(instr, jump):
         pre, _post = instr.pre_and_post_stack_effect(jump=jump)
         net = instr.stack_effect(jump=jump)
         pops = -pre if pre < 0 else 0
-        effect = _effects[key] = (pops, net + pops)
+        produced = LAYER.producer_tags(instr)
+        effect = _effects[key] = (pops, net + pops, tuple(produced) if produced else None)
     return effect
 
 
@@ -169,10 +171,10 @@ def _apply(tags, instr, jump):
     permuted = _permute(tags, instr)
     if permuted is not None:
         return permuted
-    pops, pushes = _pops_and_pushes(instr, jump)
-    kept = tags[: len(tags) - pops] if pops else list(tags)
-    result = kept + [Tag.OTHER] * pushes
-    produced = LAYER.producer_tags(instr)
+    pops, pushes, produced = _effect(instr, jump)
+    result = tags[: len(tags) - pops] if pops else list(tags)
+    if pushes:
+        result += [Tag.OTHER] * pushes
     if produced and len(produced) <= len(result):
         # The tags describe the top of the stack after ``instr``.  Overlay
         # them rather than trusting ``pushes``: the bytecode package reports
@@ -186,7 +188,7 @@ def _apply_producers(producers, instr, jump):
     permuted = _permute(producers, instr)
     if permuted is not None:
         return permuted
-    pops, pushes = _pops_and_pushes(instr, jump)
+    pops, pushes, _produced = _effect(instr, jump)
     kept = producers[: len(producers) - pops] if pops else list(producers)
     return kept + [instr] * pushes
 
@@ -393,7 +395,9 @@ def rewrite_bytecode(bytecode, kinds):
     had)."""
     elements = list(bytecode)
     tags = stack_tags(elements)
-    sites = [LAYER.site(element, _following(elements, index))
+    reads_following = LAYER.sites_read_following
+    sites = [LAYER.site(element, _following(elements, index)
+                        if element.name in reads_following else ())
              if tags[index] is not None and isinstance(element, Instr) else None
              for index, element in enumerate(elements)]
     untouched = _untouched_sites(elements, tags, sites, kinds)
@@ -524,7 +528,7 @@ def _rewritten_code(code, kinds, passes, function):
         # The rewrite knows how deep the stack gets; telling the assembler
         # saves it a control-flow analysis (about half its cost).
         deepest = rewrite_bytecode(bytecode, kinds)
-        rewritten = assemble(bytecode, max(code.co_stacksize, deepest))
+        rewritten = assemble(bytecode, max(code.co_stacksize, deepest), depths_known=True)
     return rewritten.replace(co_consts=rewritten.co_consts + (RUNTIME,))
 
 
@@ -540,17 +544,18 @@ def _note_unrewritable(code, error):
         f"{type(error).__name__}: {error}")
 
 
-def assemble(bytecode, stacksize=None):
+def assemble(bytecode, stacksize=None, depths_known=False):
     """``bytecode.to_code()``, keeping the exception table's stack depths;
-    ``stacksize``, when given, is a bound known to hold.
+    ``stacksize``, when given, is a bound known to hold; ``depths_known``
+    says every ``TryBegin`` has its depth (no pass made new ones).
 
     Every rewrite is stack-neutral where a protected range begins, so the
     original depths stay right; the ``bytecode`` package's recomputation of
     them is not (it gives a ``finally: raise`` inside an ``except`` block
     too deep a handler, and unwinding then frees values it does not own).
     Depths are recomputed only when some block has none (new blocks)."""
-    recompute = any(type(e) is TryBegin and type(e.stack_depth) is not int
-                    for e in bytecode)
+    recompute = not depths_known and any(
+        type(e) is TryBegin and type(e.stack_depth) is not int for e in bytecode)
     if recompute:
         stacksize = None
     return bytecode.to_code(stacksize=stacksize, compute_exception_stack_depths=recompute)

@@ -98,6 +98,10 @@ class Layer:
     #: True when a call pushes its NULL *before* the callable (3.11, 3.12).
     null_below_callable = True
 
+    #: Instructions whose classification reads the instructions after them
+    #: (:meth:`site`'s ``following``); every other one is given ``()``.
+    sites_read_following = frozenset()
+
     def is_inlined_scope(self, code):
         """True for the code of a function the compiler of this version calls
         where later versions inline the code instead (3.11's list, set and
@@ -167,7 +171,8 @@ class Layer:
 
     def producer_tags(self, instr):
         """Tags of the values ``instr`` pushes, bottom first, or ``None`` when
-        they are all :attr:`Tag.OTHER`."""
+        they are all :attr:`Tag.OTHER`.  A function of the opcode and the
+        leading flag of a tuple argument only (the rewriter caches it)."""
         name = instr.name
         if name == "PUSH_NULL":
             return [Tag.NULL]

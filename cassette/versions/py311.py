@@ -12,6 +12,7 @@ _COMPREHENSION_NAMES = frozenset({"<listcomp>", "<setcomp>", "<dictcomp>"})
 class Layer311(Layer):
     version = (3, 11)
     null_below_callable = True
+    sites_read_following = frozenset({"KW_NAMES"})
 
     def is_inlined_scope(self, code):
         # PEP 709 inlines these from 3.12 on.

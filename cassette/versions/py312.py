@@ -11,6 +11,7 @@ from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 class Layer312(Layer):
     version = (3, 12)
     null_below_callable = True
+    sites_read_following = frozenset({"KW_NAMES"})
 
     def call_constant(self, const, nargs, location):
         code = [Instr("PUSH_NULL", location=location)]

@@ -14,6 +14,7 @@ _CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED
 class Layer313(Layer):
     version = (3, 13)
     null_below_callable = False
+    sites_read_following = frozenset({"TO_BOOL"})
 
     def call_constant(self, const, nargs, location):
         code = [Instr("LOAD_CONST", const, location=location)]
