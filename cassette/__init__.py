@@ -16,11 +16,14 @@ from .operations import Intercept
 from .entry import canoverdub, overdub
 from .escapes import Escapes, count_escapes
 from .passes import NoPass, Pass
+from .tagging import (Meta, Tagged, enabletagging, hasmetadata, hasmetameta, hastagging,
+                      istagged, istaggedtype, metadata, metameta, tag, untag, untagtype)
 from . import ir
 
 __all__ = [
-    "ANY", "CassetteError", "Context", "Escapes", "Intercept", "NoMetaData", "NoMetaMeta",
-    "NoPass", "OverdubInstead", "Pass", "PassError", "TaggingError", "Vararg",
-    "canoverdub", "context", "count_escapes", "execute", "fallback", "ir", "overdub", "posthook",
-    "prehook", "similarcontext",
+    "ANY", "CassetteError", "Context", "Escapes", "Intercept", "Meta", "NoMetaData",
+    "NoMetaMeta", "NoPass", "OverdubInstead", "Pass", "PassError", "Tagged", "TaggingError",
+    "Vararg", "canoverdub", "context", "count_escapes", "enabletagging", "execute", "fallback",
+    "hasmetadata", "hasmetameta", "hastagging", "ir", "istagged", "istaggedtype", "metadata",
+    "metameta", "overdub", "posthook", "prehook", "similarcontext", "tag", "untag", "untagtype",
 ]

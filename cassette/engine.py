@@ -143,7 +143,11 @@ def target(runtime, f):
     if decision.plan is _EMPTY:
         if body is None:
             # A primitive nobody hooks: an enclosing context still sees it.
-            return f if runtime.parent is None else runtime.parent.resolve(f)
+            primitive = f if runtime.parent is None else runtime.parent.resolve(f)
+            if runtime.ctx.tag is not None:
+                # Under tagging, primitives see primal values (SPEC §6).
+                return functools.partial(call_untagged, runtime.ctx, primitive)
+            return primitive
         result = body
     else:
         result = runtime.hooked(decision.callee, decision.plan, body)
@@ -152,6 +156,14 @@ def target(runtime, f):
     if decision.bound is not callables.NO_SELF:
         result = types.MethodType(result, decision.bound)
     return result
+
+
+@callables.acts_for_program
+def call_untagged(ctx, primitive, /, *args, **kwargs):
+    """``primitive`` called with the arguments tagged w.r.t. ``ctx``
+    replaced by their primal values (the default fallback's untagging)."""
+    args, kwargs = dispatch._untag_arguments(ctx, args, kwargs)
+    return primitive(*args, **kwargs)
 
 
 def enclosed(runtime, callee, inner):

@@ -1,0 +1,481 @@
+"""Tagging (SPEC §6): metadata that rides on values, w.r.t. one context.
+
+Contract
+--------
+* ``enabletagging(ctx, f)`` returns a new context like ``ctx`` (see
+  :func:`cassette.similarcontext`) with a fresh :class:`Tag` and an empty
+  :class:`BindingsCache`.  Every call makes a distinct tag: values tagged
+  w.r.t. one context are ordinary (opaque) values to every other context.
+  ``f`` is the function the context is meant to run; it must be callable.
+* ``hastagging(ctx)``: whether ``ctx`` came from :func:`enabletagging`.  The
+  functions below that tag or read tags need it, else :class:`TaggingError`;
+  the predicates (``istagged`` …) simply answer False for a context without
+  tagging.  A non-context argument is a ``TypeError``.
+* ``tag(value, ctx, metadata=NoMetaData)`` wraps ``value`` in a
+  :class:`Tagged` of ``ctx``'s tag, carrying ``Meta(metadata, NoMetaMeta)``.
+  ``NoMetaData`` is always allowed.  Other metadata must be an instance of
+  ``type(ctx).metadatatype(T)``, ``T`` the value's *primal type* (its type
+  with every tag, of any context, taken off); otherwise it is converted by
+  calling that type (``tag(1, ctx, 2)`` stores ``2.0`` for ``float``).
+  ``metadatatype`` returning ``None`` (the default) allows no metadata.
+  Metadata that is not allowed, or whose conversion fails (whatever it
+  raised, chained), is a ``TypeError`` naming the context, the value's type
+  and the metadata.  Values and metadata tagged by *other* contexts keep
+  those tags: conversion applies to the primal inside them and re-wraps it.
+  Tagging a value already tagged w.r.t. ``ctx`` is a :class:`TaggingError`.
+* ``untag(x, ctx)`` is the value ``x`` wraps if ``x`` is tagged w.r.t.
+  ``ctx``, else ``x`` itself.  ``istagged(x, ctx)`` says which.
+  ``metadata(x, ctx)`` is the metadata ``tag`` stored (``NoMetaData`` for an
+  untagged value), ``hasmetadata`` whether it is not ``NoMetaData``;
+  ``metameta``/``hasmetameta`` the same for per-component metadata
+  (``NoMetaMeta`` when there is none).
+* The type of a tagged value is a subclass of ``Tagged[T]`` for its wrapped
+  value's type ``T``, made for the tag: ``untagtype(type(tag(x, ctx)), ctx)
+  is type(x)``, and for any type the tag did not make, ``untagtype(T, ctx)
+  is T``.  ``istaggedtype(T, ctx)`` says which.  Both also accept a context
+  class, meaning any tag of a context of that class.  ``Tagged[T]`` (cached:
+  ``Tagged[T] is Tagged[T]``) is for dispatch: every tagged value of any tag
+  wrapping a ``T`` is an instance of it.
+* A tagged value reaching code outside its context behaves like its primal
+  value: attribute access, calls, operators, conversions, ``len``,
+  iteration, hashing, ``str``/``repr``/``format``, ``isinstance`` (through
+  ``__class__``), ``copy`` and ``pickle`` act on the wrapped value (the
+  result is not tagged).  Only ``type(x)`` and identity tell it apart.
+* :func:`untag_arguments` is what the default ``fallback`` calls: primitives
+  see the primal values of arguments tagged w.r.t. the running context.
+"""
+
+import copy as _copy
+import itertools
+import operator
+import weakref
+
+from ._singletons import NoMetaData, NoMetaMeta
+from .context import Context, similarcontext
+from .errors import TaggingError
+from . import dispatch as _dispatch
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+
+__all__ = [
+    "BindingsCache", "Meta", "Tag", "Tagged", "enabletagging", "hasmetadata", "hasmetameta",
+    "hastagging", "istagged", "istaggedtype", "metadata", "metameta", "tag", "untag",
+    "untag_arguments", "untagtype",
+]
+
+
+class Meta:
+    """The metadata of one tagged value: ``data`` (the value's own metadata,
+    or ``NoMetaData``) and ``meta`` (metadata of its components, or
+    ``NoMetaMeta``)."""
+
+    __slots__ = ("data", "meta")
+
+    def __init__(self, data=NoMetaData, meta=NoMetaMeta):
+        self.data = data
+        self.meta = meta
+
+    def __repr__(self):
+        return f"Meta({self.data!r}, {self.meta!r})"
+
+
+_tag_numbers = itertools.count(1)
+
+
+class Tag:
+    """The identity of one :func:`enabletagging` call.  It makes (and
+    caches) the types of the values tagged with it."""
+
+    __slots__ = ("context_type", "number", "_types", "__weakref__")
+
+    def __init__(self, context_type):
+        self.context_type = context_type
+        self.number = next(_tag_numbers)
+        self._types = {}
+
+    def tagged_type(self, primal_type):
+        """The type of values of ``primal_type`` tagged with this tag."""
+        made = self._types.get(primal_type)
+        if made is None:
+            generic = Tagged[primal_type]
+            made = type(generic)(
+                f"{generic.__name__}@{self.number}", (generic,),
+                {"__slots__": (), "__module__": __name__, "_cassette_tag_of_type": self})
+            self._types[primal_type] = made
+        return made
+
+    def __repr__(self):
+        return f"<cassette tag {self.number} of {self.context_type.__qualname__}>"
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        raise TypeError(f"{self!r} cannot be pickled: a tag is the identity of one "
+                        "enabletagging call, which no other process shares")
+
+
+class BindingsCache:
+    """Metadata of module globals read in a tagged run, by module namespace
+    and name; the module itself keeps the primal values."""
+
+    __slots__ = ("entries",)
+
+    def __init__(self):
+        self.entries = {}
+
+    def __len__(self):
+        return len(self.entries)
+
+    def __repr__(self):
+        return f"<cassette bindings cache: {len(self.entries)} entries>"
+
+
+# -- the Tagged types ------------------------------------------------------------
+
+# primal type -> Tagged[primal type], alive while anything uses it (a tagged
+# type of a live tag, a dispatch registration …).
+_generic_types = weakref.WeakValueDictionary()
+
+
+class _TaggedMeta(type):
+    """Metaclass of :class:`Tagged`: ``Tagged[T]`` names the generic type of
+    tagged values wrapping a ``T``."""
+
+    def __getitem__(cls, primal_type):
+        if cls is not Tagged:
+            raise TypeError(f"{cls.__name__} is already specialised")
+        if not isinstance(primal_type, type):
+            raise TypeError(f"Tagged[T] needs a type, got {primal_type!r}")
+        made = _generic_types.get(primal_type)
+        if made is None:
+            made = _TaggedMeta(f"Tagged[{primal_type.__qualname__}]", (Tagged,),
+                               {"__slots__": (), "__module__": __name__,
+                                "primal_type": primal_type})
+            _generic_types[primal_type] = made
+        return made
+
+
+_VALUE, _TAG, _META = "_cassette_value", "_cassette_tag", "_cassette_meta"
+_OWN = frozenset({_VALUE, _TAG, _META})
+
+
+def _primal(value):
+    """``value`` without one level of tag, whichever context's."""
+    if isinstance(type(value), _TaggedMeta):
+        return object.__getattribute__(value, _VALUE)
+    return value
+
+
+class Tagged(metaclass=_TaggedMeta):
+    """A value tagged w.r.t. one context; see the module docstring.  Made by
+    :func:`tag` (and by the tagging layer while a tagged run propagates
+    metadata), never by calling the class."""
+
+    __slots__ = (_VALUE, _TAG, _META)
+    primal_type = object
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("tagged values are made by cassette.tag(value, ctx, metadata)")
+
+    # Outside its context, a tagged value acts as the value it wraps.
+
+    @property
+    def __class__(self):
+        return type(object.__getattribute__(self, _VALUE))
+
+    def __getattr__(self, name):
+        return getattr(object.__getattribute__(self, _VALUE), name)
+
+    def __setattr__(self, name, value):
+        if name in _OWN:
+            object.__setattr__(self, name, value)
+        else:
+            setattr(object.__getattribute__(self, _VALUE), name, value)
+
+    def __delattr__(self, name):
+        delattr(object.__getattribute__(self, _VALUE), name)
+
+    def __dir__(self):
+        return dir(object.__getattribute__(self, _VALUE))
+
+    def __repr__(self):
+        return repr(object.__getattribute__(self, _VALUE))
+
+    def __str__(self):
+        return str(object.__getattribute__(self, _VALUE))
+
+    def __format__(self, spec):
+        return format(object.__getattribute__(self, _VALUE), spec)
+
+    def __hash__(self):
+        return hash(object.__getattribute__(self, _VALUE))
+
+    def __bool__(self):
+        return bool(object.__getattribute__(self, _VALUE))
+
+    def __call__(self, *args, **kwargs):
+        return object.__getattribute__(self, _VALUE)(*args, **kwargs)
+
+    def __copy__(self):
+        return _copy.copy(object.__getattribute__(self, _VALUE))
+
+    def __deepcopy__(self, memo):
+        return _copy.deepcopy(object.__getattribute__(self, _VALUE), memo)
+
+    def __reduce_ex__(self, protocol):
+        return object.__getattribute__(self, _VALUE).__reduce_ex__(protocol)
+
+
+def _delegate_unary(function):
+    def method(self):
+        return function(object.__getattribute__(self, _VALUE))
+    return method
+
+
+def _delegate_binary(function, reflected=False):
+    if reflected:
+        def method(self, other):
+            return function(_primal(other), object.__getattribute__(self, _VALUE))
+    else:
+        def method(self, other):
+            return function(object.__getattribute__(self, _VALUE), _primal(other))
+    return method
+
+
+def _delegate_args(name):
+    def method(self, *args, **kwargs):
+        value = object.__getattribute__(self, _VALUE)
+        return getattr(type(value), name)(value, *map(_primal, args), **kwargs)
+    return method
+
+
+def _install_delegates():
+    binary = {
+        "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+        "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod,
+        "pow": operator.pow, "matmul": operator.matmul, "lshift": operator.lshift,
+        "rshift": operator.rshift, "and": operator.and_, "or": operator.or_,
+        "xor": operator.xor, "divmod": divmod,
+    }
+    for name, function in binary.items():
+        setattr(Tagged, f"__{name}__", _delegate_binary(function))
+        setattr(Tagged, f"__r{name}__", _delegate_binary(function, reflected=True))
+    inplace = {
+        "iadd": operator.iadd, "isub": operator.isub, "imul": operator.imul,
+        "itruediv": operator.itruediv, "ifloordiv": operator.ifloordiv,
+        "imod": operator.imod, "ipow": operator.ipow, "imatmul": operator.imatmul,
+        "ilshift": operator.ilshift, "irshift": operator.irshift, "iand": operator.iand,
+        "ior": operator.ior, "ixor": operator.ixor,
+    }
+    for name, function in inplace.items():
+        setattr(Tagged, f"__{name}__", _delegate_binary(function))
+    comparisons = {"lt": operator.lt, "le": operator.le, "eq": operator.eq,
+                   "ne": operator.ne, "gt": operator.gt, "ge": operator.ge,
+                   "contains": operator.contains, "getitem": operator.getitem,
+                   "delitem": operator.delitem}
+    for name, function in comparisons.items():
+        setattr(Tagged, f"__{name}__", _delegate_binary(function))
+    unary = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert,
+             "abs": abs, "len": len, "iter": iter, "next": next, "reversed": reversed,
+             "int": int, "float": float, "complex": complex, "index": operator.index,
+             "bytes": bytes}
+    for name, function in unary.items():
+        setattr(Tagged, f"__{name}__", _delegate_unary(function))
+    for name in ("__round__", "__trunc__", "__floor__", "__ceil__", "__setitem__",
+                 "__enter__", "__exit__", "__fspath__", "__length_hint__"):
+        setattr(Tagged, name, _delegate_args(name))
+
+
+_install_delegates()
+
+
+def _make(tag_, value, meta):
+    tagged = object.__new__(tag_.tagged_type(type(value)))
+    object.__setattr__(tagged, _VALUE, value)
+    object.__setattr__(tagged, _TAG, tag_)
+    object.__setattr__(tagged, _META, meta)
+    return tagged
+
+
+def _tag_of(value):
+    """The tag of ``value`` if it is tagged (by any context), else None."""
+    if isinstance(type(value), _TaggedMeta):
+        return object.__getattribute__(value, _TAG)
+    return None
+
+
+def _strip_all(value):
+    """``value`` with every tag taken off, and the tagged layers removed,
+    outermost first."""
+    layers = []
+    while isinstance(type(value), _TaggedMeta):
+        layers.append(value)
+        value = object.__getattribute__(value, _VALUE)
+    return value, layers
+
+
+def _rewrap(value, layers):
+    for layer in reversed(layers):
+        value = _make(object.__getattribute__(layer, _TAG), value,
+                      object.__getattribute__(layer, _META))
+    return value
+
+
+# -- the API ---------------------------------------------------------------------
+
+def _context_tag(ctx, who):
+    if not isinstance(ctx, Context):
+        raise TypeError(f"{who}: expected a cassette.Context instance, got {ctx!r}")
+    return ctx.tag
+
+
+def _require_tagging(ctx, who):
+    tag_ = _context_tag(ctx, who)
+    if tag_ is None:
+        raise TaggingError(
+            f"{who}: {type(ctx).__qualname__} context has no tagging; make one with "
+            "cassette.enabletagging(ctx, f)")
+    return tag_
+
+
+def enabletagging(ctx, f):
+    """A context like ``ctx`` with a fresh tag and an empty bindings cache."""
+    if not isinstance(ctx, Context):
+        raise TypeError(f"enabletagging: expected a cassette.Context instance, got {ctx!r}")
+    if not callable(f):
+        raise TypeError(f"enabletagging: expected the function the context will run, got {f!r}")
+    return similarcontext(ctx, tag=Tag(type(ctx)), bindingscache=BindingsCache())
+
+
+def hastagging(ctx):
+    """Whether ``ctx`` has tagging enabled."""
+    return _context_tag(ctx, "hastagging") is not None
+
+
+def _converted_metadata(ctx, value, data):
+    if data is NoMetaData:
+        return data
+    primal_value, _layers = _strip_all(value)
+    primal_type = type(primal_value)
+    allowed = type(ctx).metadatatype(primal_type)
+    context_name = type(ctx).__qualname__
+    if allowed is None:
+        raise TypeError(
+            f"{context_name}.metadatatype({primal_type.__qualname__}) allows no metadata; "
+            f"cannot tag a {primal_type.__qualname__} with {data!r}")
+    if not isinstance(allowed, type):
+        raise TypeError(f"{context_name}.metadatatype({primal_type.__qualname__}) returned "
+                        f"{allowed!r}, not a type or None")
+    primal_data, layers = _strip_all(data)
+    if isinstance(primal_data, allowed):
+        return data
+    try:
+        converted = allowed(primal_data)
+    except Exception as error:
+        raise TypeError(
+            f"cannot convert metadata {primal_data!r} to {allowed.__qualname__}, the metadata "
+            f"type {context_name} allows for {primal_type.__qualname__}: "
+            f"{type(error).__name__}: {error}") from error
+    if not isinstance(converted, allowed):
+        raise TypeError(f"converting metadata {primal_data!r} with {allowed.__qualname__} "
+                        f"gave a {type(converted).__qualname__}")
+    return _rewrap(converted, layers)
+
+
+def tag(value, ctx, metadata=NoMetaData):
+    """``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."""
+    tag_ = _require_tagging(ctx, "tag")
+    if _tag_of(value) is tag_:
+        raise TaggingError(f"tag: the value is already tagged w.r.t. this "
+                           f"{type(ctx).__qualname__} context")
+    return _make(tag_, value, Meta(_converted_metadata(ctx, value, metadata), NoMetaMeta))
+
+
+def istagged(x, ctx):
+    """Whether ``x`` is tagged w.r.t. ``ctx``."""
+    tag_ = _context_tag(ctx, "istagged")
+    return tag_ is not None and _tag_of(x) is tag_
+
+
+def untag(x, ctx):
+    """The value ``x`` wraps if it is tagged w.r.t. ``ctx``, else ``x``."""
+    tag_ = _require_tagging(ctx, "untag")
+    if _tag_of(x) is tag_:
+        return object.__getattribute__(x, _VALUE)
+    return x
+
+
+def _meta_of(x, ctx, who):
+    tag_ = _require_tagging(ctx, who)
+    if _tag_of(x) is tag_:
+        return object.__getattribute__(x, _META)
+    return None
+
+
+def metadata(x, ctx):
+    """The metadata ``x`` carries w.r.t. ``ctx`` (``NoMetaData`` if none)."""
+    meta = _meta_of(x, ctx, "metadata")
+    return NoMetaData if meta is None else meta.data
+
+
+def hasmetadata(x, ctx):
+    """Whether ``x`` carries metadata w.r.t. ``ctx``."""
+    return metadata(x, ctx) is not NoMetaData
+
+
+def metameta(x, ctx):
+    """The per-component metadata of ``x`` w.r.t. ``ctx`` (``NoMetaMeta`` if none)."""
+    meta = _meta_of(x, ctx, "metameta")
+    return NoMetaMeta if meta is None else meta.meta
+
+
+def hasmetameta(x, ctx):
+    """Whether ``x`` carries per-component metadata w.r.t. ``ctx``."""
+    return metameta(x, ctx) is not NoMetaMeta
+
+
+def _type_tag_matches(T, ctx_or_type, who):
+    if not isinstance(T, type):
+        raise TypeError(f"{who}: expected a type, got {T!r}")
+    made_by = T.__dict__.get("_cassette_tag_of_type") if isinstance(T, _TaggedMeta) else None
+    if made_by is None:
+        return False
+    if isinstance(ctx_or_type, Context):
+        return made_by is ctx_or_type.tag
+    if isinstance(ctx_or_type, type) and issubclass(ctx_or_type, Context):
+        return issubclass(made_by.context_type, ctx_or_type)
+    raise TypeError(f"{who}: expected a context or a context class, got {ctx_or_type!r}")
+
+
+def istaggedtype(T, ctx_or_type):
+    """Whether ``T`` is the type of values tagged w.r.t. ``ctx_or_type``."""
+    return _type_tag_matches(T, ctx_or_type, "istaggedtype")
+
+
+def untagtype(T, ctx_or_type):
+    """The type of the values that values of type ``T`` wrap, if ``T`` is a
+    tagged type of ``ctx_or_type``; else ``T``."""
+    if _type_tag_matches(T, ctx_or_type, "untagtype"):
+        return T.primal_type
+    return T
+
+
+def untag_arguments(ctx, args, kwargs):
+    """``(args, kwargs)`` with values tagged w.r.t. ``ctx`` replaced by the
+    values they wrap (the same objects when none is)."""
+    tag_ = ctx.tag
+    if tag_ is None:
+        return args, kwargs
+    if any(_tag_of(a) is tag_ for a in args):
+        args = tuple(object.__getattribute__(a, _VALUE) if _tag_of(a) is tag_ else a
+                     for a in args)
+    if kwargs and any(_tag_of(v) is tag_ for v in kwargs.values()):
+        kwargs = {k: object.__getattribute__(v, _VALUE) if _tag_of(v) is tag_ else v
+                  for k, v in kwargs.items()}
+    return args, kwargs
+
+
+_dispatch._untag_arguments = untag_arguments
