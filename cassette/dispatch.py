@@ -674,6 +674,17 @@ class _PosthookGenericHook(GenericHook):
 # ---------------------------------------------------------------------------
 # Defaults
 
+#: Functions that see their arguments' tags even when a context with tagging
+#: runs them as primitives: the tagging API, which must see every context's
+#: tags (SPEC §6: in nested use, outer tags pass through the inner API).
+SEES_TAGS = set()
+
+#: The base class of tagged values (``cassette.Tagged``) once the tagging
+#: layer is loaded: the engine looks through such wrappers (their special
+#: methods only delegate) when it decides whether an operation has a body.
+TAGGED = None
+
+
 def _untag_arguments(ctx, args, kwargs):
     """Return ``(args, kwargs)`` with every tagged value replaced by its primal.
 

@@ -144,7 +144,8 @@ def target(runtime, f):
         if body is None:
             # A primitive nobody hooks: an enclosing context still sees it.
             primitive = f if runtime.parent is None else runtime.parent.resolve(f)
-            if runtime.ctx.tag is not None:
+            if runtime.ctx.tag is not None and not (
+                    type(f) is types.FunctionType and f in dispatch.SEES_TAGS):
                 # Under tagging, primitives see primal values (SPEC §6).
                 return functools.partial(call_untagged, runtime.ctx, primitive)
             return primitive
@@ -386,6 +387,11 @@ def operation_has_body(name, args):
     other is a primitive."""
     if not args:
         return False
+    tagged = dispatch.TAGGED
+    if tagged is not None:
+        # A tagged value's delegating special methods are not the program's
+        # code: what its primal value's class does decides.
+        args = tuple(_untagged(a, tagged) for a in args)
     hooks = _ATTRIBUTE_HOOKS.get(name)
     if hooks is not None:
         obj = args[0]
@@ -405,6 +411,12 @@ def operation_has_body(name, args):
     first, second = OPERATIONS_SPECIAL_METHODS[name]
     return (_implements(type(args[0]), first)
             or (len(args) > 1 and _implements(type(args[1]), second)))
+
+
+def _untagged(value, tagged):
+    while issubclass(type(value), tagged):
+        value = object.__getattribute__(value, "_cassette_value")
+    return value
 
 
 def instance_call(obj):

@@ -479,3 +479,5 @@ def untag_arguments(ctx, args, kwargs):
 
 
 _dispatch._untag_arguments = untag_arguments
+_dispatch.TAGGED = Tagged
+_dispatch.SEES_TAGS.update((tag, untag, istagged, metadata, hasmetadata, metameta, hasmetameta))

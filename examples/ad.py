@@ -1,0 +1,113 @@
+"""Forward-mode automatic differentiation on cassette's tagging API.
+
+``derivative(f, x)`` runs ``f`` unmodified under a tagging context: ``x``
+carries its tangent (1.0) as metadata, each differentiable operation's
+``execute`` handler computes the primal result and re-tags it with the
+tangent the chain rule gives, and every other operation sees primal values
+(cassette untags arguments of primitives).  Each ``derivative`` call makes
+its own tag, so a derivative inside a derivative never confuses the two
+perturbations: the inner handlers' arithmetic is itself seen — and
+differentiated — by the outer context.
+
+Only the public API is used: ``enabletagging``, ``tag``, ``untag``,
+``istagged``, ``metadata``, ``execute.register``, ``overdub``.
+
+Run it: ``python examples/ad.py``.
+"""
+
+import math
+import operator
+
+import cassette
+from cassette import OverdubInstead, enabletagging, istagged, metadata, tag, untag
+
+__all__ = ["ForwardAD", "NO_TANGENT", "derivative", "differentiable", "tangent"]
+
+
+class ForwardAD(cassette.Context):
+    """Tangents are floats, carried by ints and floats."""
+
+    @classmethod
+    def metadatatype(cls, T):
+        if issubclass(T, (int, float)) and T is not bool:
+            return float
+        return None
+
+
+#: The tangent of a value that carries none (compared by identity: a rule
+#: can skip a term whose tangent is structurally zero).
+NO_TANGENT = 0.0
+
+
+def tangent(value, ctx):
+    """The tangent ``value`` carries w.r.t. ``ctx`` (``NO_TANGENT`` if none)."""
+    data = metadata(value, ctx)
+    return NO_TANGENT if data is cassette.NoMetaData else data
+
+
+def differentiable(callee, chain_rule):
+    """Register ``callee`` as differentiable: ``chain_rule(primals,
+    tangents)`` is the tangent of ``callee(*primals)``."""
+
+    @cassette.execute.register(ForwardAD, callee)
+    def propagate(ctx, f, *args):
+        if not any(istagged(a, ctx) for a in args):
+            return OverdubInstead          # nothing to differentiate here
+        primals = [untag(a, ctx) for a in args]
+        tangents = [tangent(a, ctx) for a in args]
+        return tag(f(*primals), ctx, chain_rule(primals, tangents))
+
+    return propagate
+
+
+def _pow_rule(p, t):
+    base, exponent = p
+    rule = t[0] * exponent * base ** (exponent - 1)
+    if t[1] is not NO_TANGENT:         # a varying exponent (needs base > 0)
+        rule = rule + t[1] * base ** exponent * math.log(base)
+    return rule
+
+
+_RULES = {
+    operator.add: lambda p, t: t[0] + t[1],
+    operator.iadd: lambda p, t: t[0] + t[1],
+    operator.sub: lambda p, t: t[0] - t[1],
+    operator.isub: lambda p, t: t[0] - t[1],
+    operator.mul: lambda p, t: t[0] * p[1] + p[0] * t[1],
+    operator.imul: lambda p, t: t[0] * p[1] + p[0] * t[1],
+    operator.truediv: lambda p, t: (t[0] * p[1] - p[0] * t[1]) / (p[1] * p[1]),
+    operator.itruediv: lambda p, t: (t[0] * p[1] - p[0] * t[1]) / (p[1] * p[1]),
+    operator.pow: _pow_rule,
+    operator.ipow: _pow_rule,
+    operator.neg: lambda p, t: -t[0],
+    operator.pos: lambda p, t: t[0],
+    abs: lambda p, t: t[0] if p[0] >= 0 else -t[0],
+    float: lambda p, t: t[0],
+    math.sin: lambda p, t: math.cos(p[0]) * t[0],
+    math.cos: lambda p, t: -math.sin(p[0]) * t[0],
+    math.tan: lambda p, t: t[0] / (math.cos(p[0]) * math.cos(p[0])),
+    math.exp: lambda p, t: math.exp(p[0]) * t[0],
+    math.log: lambda p, t: t[0] / p[0],
+    math.sqrt: lambda p, t: t[0] / (2 * math.sqrt(p[0])),
+    math.atan: lambda p, t: t[0] / (1 + p[0] * p[0]),
+    math.tanh: lambda p, t: (1 - math.tanh(p[0]) ** 2) * t[0],
+}
+for _callee, _rule in _RULES.items():
+    differentiable(_callee, _rule)
+
+
+def derivative(f, x):
+    """d f / d x at ``x``, for a function of one number."""
+    ctx = enabletagging(ForwardAD(), f)
+    # ``f`` is called from overdubbed code, so the call of ``f`` itself is
+    # an operation of the context (a primitive such as math.sin included).
+    out = cassette.overdub(ctx, lambda value: f(value), tag(x, ctx, 1.0))
+    return tangent(out, ctx)
+
+
+if __name__ == "__main__":
+    print("D(sin, 1)                      =", derivative(math.sin, 1.0), "  cos(1) =", math.cos(1.0))
+    print("D(x -> D(sin, x), 1)           =", derivative(lambda x: derivative(math.sin, x), 1.0),
+          "  -sin(1) =", -math.sin(1.0))
+    print("D(x -> x*D(y -> x*y, 1), 2)    =",
+          derivative(lambda x: x * derivative(lambda y: x * y, 1), 2))
