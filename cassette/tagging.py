@@ -99,8 +99,11 @@ class Tag:
             generic = Tagged[primal_type]
             made = type(generic)(
                 f"{generic.__name__}@{self.number}", (generic,),
-                {"__slots__": (), "__module__": __name__, "_cassette_tag_of_type": self})
+                {"__slots__": (), "__module__": __name__})
+            if not self._types:
+                weakref.finalize(self, _forget_types, self._types)
             self._types[primal_type] = made
+            _type_tags[made] = weakref.ref(self)
         return made
 
     def __repr__(self):
@@ -115,6 +118,15 @@ class Tag:
     def __reduce__(self):
         raise TypeError(f"{self!r} cannot be pickled: a tag is the identity of one "
                         "enabletagging call, which no other process shares")
+
+
+#: Each tagged type made by a live tag -> a weak reference to the tag.
+_type_tags = {}
+
+
+def _forget_types(types_of_tag):
+    for made in types_of_tag.values():
+        _type_tags.pop(made, None)
 
 
 class BindingsCache:
@@ -302,7 +314,7 @@ def _make(tag_, value, meta):
 
 def _tag_of(value):
     """The tag of ``value`` if it is tagged (by any context), else None."""
-    if isinstance(type(value), _TaggedMeta):
+    if type(value) in _type_tags:
         return object.__getattribute__(value, _TAG)
     return None
 
@@ -333,6 +345,10 @@ def _context_tag(ctx, who):
 
 
 def _require_tagging(ctx, who):
+    if isinstance(ctx, Context):
+        tag_ = ctx.tag
+        if type(tag_) is Tag:
+            return tag_
     tag_ = _context_tag(ctx, who)
     if tag_ is None:
         raise TaggingError(
@@ -355,12 +371,42 @@ def hastagging(ctx):
     return _context_tag(ctx, "hastagging") is not None
 
 
+_allowed_cache = {}     # (context class, primal type) -> metadatatype's answer
+_allowed_generation = None
+
+
+def _allowed_metadata(context_type, primal_type):
+    """``context_type.metadatatype(primal_type)``, cached until a context
+    class changes (``metadatatype`` assignments bump the dispatch
+    generation)."""
+    global _allowed_generation
+    generation = _dispatch.generation()
+    if generation != _allowed_generation:
+        _allowed_cache.clear()
+        _allowed_generation = generation
+    key = (context_type, primal_type)
+    try:
+        return _allowed_cache[key]
+    except KeyError:
+        pass
+    except TypeError:           # an unhashable metaclass: no caching
+        return context_type.metadatatype(primal_type)
+    allowed = context_type.metadatatype(primal_type)
+    if len(_allowed_cache) < 4096:
+        _allowed_cache[key] = allowed
+    return allowed
+
+
 def _converted_metadata(ctx, value, data):
     if data is NoMetaData:
         return data
-    primal_value, _layers = _strip_all(value)
+    primal_value = value
+    while type(primal_value) in _type_tags:
+        primal_value = object.__getattribute__(primal_value, _VALUE)
     primal_type = type(primal_value)
-    allowed = type(ctx).metadatatype(primal_type)
+    allowed = _allowed_metadata(type(ctx), primal_type)
+    if type(data) is allowed:
+        return data
     context_name = type(ctx).__qualname__
     if allowed is None:
         raise TypeError(
@@ -440,7 +486,8 @@ def hasmetameta(x, ctx):
 def _type_tag_matches(T, ctx_or_type, who):
     if not isinstance(T, type):
         raise TypeError(f"{who}: expected a type, got {T!r}")
-    made_by = T.__dict__.get("_cassette_tag_of_type") if isinstance(T, _TaggedMeta) else None
+    reference = _type_tags.get(T)
+    made_by = reference() if reference is not None else None
     if made_by is None:
         return False
     if isinstance(ctx_or_type, Context):
