@@ -598,6 +598,22 @@ class Layer:
     def _verify_version_arg_error(self, name, arg):
         return None
 
+    def _verify_flags_signature(self, name, flags):
+        """MAKE_FUNCTION's and FORMAT_VALUE's signatures where their argument
+        holds flags (3.11, 3.12)."""
+        if name == "MAKE_FUNCTION":
+            return self._verify_make_function(flags)
+        return "obj obj -> str" if flags & 4 else "obj -> str"      # FORMAT_VALUE
+
+    def _verify_flags_arg_error(self, name, flags):
+        """Why the flags of MAKE_FUNCTION or FORMAT_VALUE (3.11, 3.12) are
+        out of range, or None."""
+        if name == "FORMAT_VALUE" and not 0 <= flags <= 7:
+            return f"FORMAT_VALUE flags {flags} are not in 0..7"
+        if name == "MAKE_FUNCTION" and not 0 <= flags <= 15:
+            return f"MAKE_FUNCTION flags {flags} are not in 0..15"
+        return None
+
     def _verify_make_function(self, flags):
         """MAKE_FUNCTION's signature when it takes its flags (3.11, 3.12):
         the code object on top, below it the closure, annotations, keyword

@@ -149,16 +149,10 @@ class Layer311(Layer):
             # A NULL below the callable; kwargs that are not a dict are
             # converted.
             return "null obj obj obj -> obj" if arg & 1 else "null obj obj -> obj"
-        if name == "MAKE_FUNCTION":
-            return self._verify_make_function(arg)
-        if name == "FORMAT_VALUE":
-            return "obj obj -> str" if arg & 4 else "obj -> str"
+        if name in ("MAKE_FUNCTION", "FORMAT_VALUE"):
+            return self._verify_flags_signature(name, arg)
         return None
 
     def _verify_version_arg_error(self, name, arg):
-        if name == "FORMAT_VALUE" and not 0 <= arg <= 7:
-            return f"FORMAT_VALUE flags {arg} are not in 0..7"
-        if name == "MAKE_FUNCTION" and not 0 <= arg <= 15:
-            return f"MAKE_FUNCTION flags {arg} are not in 0..15"
-        return None
+        return self._verify_flags_arg_error(name, arg)
 
