@@ -18,7 +18,7 @@ from .escapes import Escapes, count_escapes
 from .passes import NoPass, Pass
 from .tagging import (Meta, Tagged, enabletagging, hasmetadata, hasmetameta, hastagging,
                       istagged, istaggedtype, metadata, metameta, tag, untag, untagtype)
-from . import ir
+from . import ir, propagation as _propagation
 
 __all__ = [
     "ANY", "CassetteError", "Context", "Escapes", "Intercept", "Meta", "NoMetaData",

@@ -607,7 +607,7 @@ cdef object NO_SELF = callables.NO_SELF
 cdef object EMPTY = dispatch.Plan.empty
 cdef object _EXHAUSTED = EXHAUSTED
 cdef object _OverdubInstead = OverdubInstead
-cdef object _untag_arguments_holder = dispatch
+cdef object _dispatch_module = dispatch
 cdef object _is_stable = callables.is_stable
 cdef object _lookup = callables.lookup_on_type
 cdef object _remove_library_entries = callables.remove_library_entries
@@ -739,7 +739,7 @@ cdef class Protocol:
                 elif handler is not None:
                     out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
                 else:
-                    out = runtime.primitive(primitive, args, kwargs)
+                    out = runtime.primitive(callee, primitive, args, kwargs)
         handler = _select(self.post_fixed, self.post_sel, ctx, args)
         if handler is not None:
             runtime.invoke(handler, ctx, out, callee, 3, args, kwargs)
@@ -830,7 +830,7 @@ cdef class Runtime:
 
     cdef _reset(self):
         self._generation = _generation
-        self.kinds = engine.intercepted_kinds(self._ctx_types)
+        self.kinds = engine.intercepted_kinds(self._ctx_types, engine.chain_has_tagging(self))
         self.passes = engine.context_passes(self)
         self._resolved = {}
         self._functions = {}
@@ -872,6 +872,8 @@ cdef class Runtime:
                 return self.ctx
             if name in _STRUCTURAL:
                 value = getattr(self, _STRUCTURAL[name])
+            elif name in dispatch.TAGGING_SLOTS:
+                value = engine.tagging_slot(self, name)
             else:
                 site = OperationSite(self, name)
                 count = operand_count(name)
@@ -1100,18 +1102,20 @@ cdef class Runtime:
             cassette_set_barrier(barrier_before)
             cassette_set_handler(handler_before)
 
-    cdef object primitive(self, f, tuple args, dict kwargs):
+    cdef object primitive(self, callee, f, tuple args, dict kwargs):
         """The default fallback: ``f`` called with untagged arguments (which
-        are routed first: the primitive may call back into them)."""
+        are routed first: the primitive may call back into them); under
+        tagging, metadata propagates through it (``callee``: what hooks
+        see)."""
         for arg in args:
             cassette_route_one(arg)
         if kwargs:
             for arg in kwargs.values():
                 cassette_route_one(arg)
-        if self._tagging:
-            args, kwargs = _untag_arguments_holder._untag_arguments(self.ctx, args, kwargs)
         if self.parent is not None:
             f = self.parent.resolve(f)
+        if self._tagging:
+            return _dispatch_module.tagging_fallback(self.ctx, callee, f, args, kwargs or {})
         return _call_tuple(f, args, kwargs)
 
 
@@ -1233,7 +1237,10 @@ cdef class OperationSite:
         """Bring the plan up to date; True when no handler applies."""
         if self.generation != _generation:
             plan = dispatch.plan(type(self.runtime.ctx), self.callee)
-            self.protocol = None if plan is EMPTY else Protocol(plan)
+            # Under tagging even an unhooked operation runs the protocol:
+            # its fallback propagates metadata.
+            self.protocol = (None if plan is EMPTY and not self.runtime._tagging
+                             else Protocol(plan))
             self.generation = _generation
         return self.protocol is None
 

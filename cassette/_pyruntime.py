@@ -54,7 +54,7 @@ class Runtime:
 
     def _reset(self):
         self.generation = _generation()
-        self.kinds = engine.intercepted_kinds(self._ctx_types)
+        self.kinds = engine.intercepted_kinds(self._ctx_types, engine.chain_has_tagging(self))
         self.passes = engine.context_passes(self)
         self._resolved = {}
         self._functions = {}
@@ -95,6 +95,8 @@ class Runtime:
                 return self.ctx
             if name in _STRUCTURAL_SLOTS:
                 value = getattr(self, _STRUCTURAL_SLOTS[name])
+            elif name in dispatch.TAGGING_SLOTS:
+                value = engine.tagging_slot(self, name)
             else:
                 value = OperationSite(self, name)
             self._slots[name] = value
@@ -350,12 +352,11 @@ class Runtime:
                 elif handler is not None:
                     out = self.invoke(handler, ctx, callee, *args, **kwargs)
                 else:
+                    target = primitive if self.parent is None else self.parent.resolve(primitive)
                     if self._tagging:
-                        args, kwargs = dispatch._untag_arguments(ctx, args, kwargs)
-                    if self.parent is not None:
-                        out = self.parent.resolve(primitive)(*args, **kwargs)
+                        out = dispatch.tagging_fallback(ctx, callee, target, args, kwargs)
                     else:
-                        out = primitive(*args, **kwargs)
+                        out = target(*args, **kwargs)
         selector = plan.posthook
         if selector is not None:
             handler = selector.unconditional or selector.select(ctx, args)
@@ -566,7 +567,7 @@ class OperationSite:
         try:
             args = operands if self.arrange is None else self.arrange(*operands)
             runtime = self.runtime
-            if self.plan_is_empty():
+            if self.plan_is_empty() and not runtime._tagging:
                 if runtime.parent is not None:
                     out = runtime.parent.call(self.operation.callee, *args)
                 else:

@@ -711,8 +711,27 @@ def _default_execute(ctx, f, /, *args, **kwargs):
     return OverdubInstead
 
 
+def tagging_fallback(ctx, callee, primitive, args, kwargs):
+    """The default fallback for a context with tagging: run ``callee`` (by
+    calling ``primitive``) so that metadata propagates (SPEC §6).
+
+    Placeholder until the propagation layer is loaded, which rebinds this
+    module attribute: calls ``primitive`` with untagged arguments."""
+    args, kwargs = _untag_arguments(ctx, args, kwargs)
+    return primitive(*args, **kwargs)
+
+
+#: Slots of code rewritten for a tagging context (``cassette.propagation``
+#: fills it): slot name -> ``make(ctx, outer)`` giving the callable bound
+#: for a runtime of ``ctx`` (``outer``: the enclosing runtime's, or None).
+TAGGING_SLOTS = {}
+
+
 def _default_fallback(ctx, f, /, *args, **kwargs):
-    """Run a primitive: default ``f(*args, **kwargs)`` with arguments untagged."""
+    """Run a primitive: default ``f(*args, **kwargs)`` with arguments untagged
+    (under tagging, metadata propagates through it: SPEC §6)."""
+    if getattr(ctx, "tag", None) is not None:
+        return tagging_fallback(ctx, f, f, args, kwargs)
     args, kwargs = _untag_arguments(ctx, args, kwargs)
     return f(*args, **kwargs)
 

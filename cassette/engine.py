@@ -16,7 +16,7 @@ import types
 from . import callables, dispatch, routing
 from .passes import NoPass, Pass
 from .operations import OPERATIONS, ROW_CALLEES, SPECIAL_METHODS as OPERATIONS_SPECIAL_METHODS, Intercept
-from .rewrite import kinds_for, template_for
+from .rewrite import TAGGING_KINDS, kinds_for, template_for
 from .versions import LAYER
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
@@ -58,13 +58,42 @@ def intercepted_rows(ctx_type):
     return rows
 
 
-def intercepted_kinds(ctx_types):
+#: The rows a tagging context needs rewritten whatever its handlers: metadata
+#: propagates through attributes, subscripts and iteration (SPEC §6).
+_TAGGING_ROWS = Intercept.ATTRIBUTES | Intercept.SUBSCRIPTS | Intercept.ITERATION
+
+
+def intercepted_kinds(ctx_types, tagging=False):
     """The site kinds to rewrite for a chain of context classes (the running
-    context and, for a nested overdub, every context enclosing it)."""
+    context and, for a nested overdub, every context enclosing it);
+    ``tagging``: some context of the chain has tagging enabled, so the
+    propagation sites (displays, unpacking, ``is``, globals …) are rewritten
+    too."""
     rows = Intercept.CALLS
     for ctx_type in ctx_types:
         rows |= intercepted_rows(ctx_type)
+    if tagging:
+        return kinds_for(rows | _TAGGING_ROWS) | TAGGING_KINDS
     return kinds_for(rows)
+
+
+def chain_has_tagging(runtime):
+    """True when ``runtime``'s context or an enclosing one has tagging."""
+    while runtime is not None:
+        if runtime.ctx.tag is not None:
+            return True
+        runtime = runtime.parent
+    return False
+
+
+def tagging_slot(runtime, name):
+    """The callable bound for propagation slot ``name`` (see
+    :data:`dispatch.TAGGING_SLOTS`) in code rewritten for ``runtime``: its
+    context's, passing results on to the enclosing runtime's when that one
+    propagates too."""
+    parent = runtime.parent
+    outer = parent.slot(name) if parent is not None and chain_has_tagging(parent) else None
+    return dispatch.TAGGING_SLOTS[name](runtime.ctx, outer)
 
 
 def context_passes(runtime):
@@ -142,13 +171,18 @@ def target(runtime, f):
     body = body_of(runtime, decision)
     if decision.plan is _EMPTY:
         if body is None:
-            # A primitive nobody hooks: an enclosing context still sees it.
-            primitive = f if runtime.parent is None else runtime.parent.resolve(f)
             if runtime.ctx.tag is not None and not (
                     type(f) is types.FunctionType and f in dispatch.SEES_TAGS):
-                # Under tagging, primitives see primal values (SPEC §6).
-                return functools.partial(call_untagged, runtime.ctx, primitive)
-            return primitive
+                # Under tagging, primitives see primal values and metadata
+                # propagates through them (SPEC §6).
+                callee = decision.callee
+                primitive = callee if runtime.parent is None else runtime.parent.resolve(callee)
+                result = functools.partial(call_untagged, runtime.ctx, callee, primitive)
+                if decision.bound is not callables.NO_SELF:
+                    result = types.MethodType(result, decision.bound)
+                return result
+            # A primitive nobody hooks: an enclosing context still sees it.
+            return f if runtime.parent is None else runtime.parent.resolve(f)
         result = body
     else:
         result = runtime.hooked(decision.callee, decision.plan, body)
@@ -160,11 +194,15 @@ def target(runtime, f):
 
 
 @callables.acts_for_program
-def call_untagged(ctx, primitive, /, *args, **kwargs):
-    """``primitive`` called with the arguments tagged w.r.t. ``ctx``
-    replaced by their primal values (the default fallback's untagging)."""
-    args, kwargs = dispatch._untag_arguments(ctx, args, kwargs)
-    return primitive(*args, **kwargs)
+def call_untagged(ctx, callee, primitive, /, *args, **kwargs):
+    """Primitive ``callee``, called as ``primitive``, for a tagging context:
+    the default fallback under tagging (arguments untagged, metadata
+    propagated)."""
+    try:
+        return dispatch.tagging_fallback(ctx, callee, primitive, args, kwargs)
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
 
 
 def enclosed(runtime, callee, inner):

@@ -115,6 +115,14 @@ _STRUCTURAL_ROWS = {
 }
 
 
+#: Site kinds rewritten only for a tagging context (cassette.propagation):
+#: each calls the runtime slot of the same name.
+TAGGING_KINDS = frozenset({
+    "adopt", "list_append", "set_add", "map_add", "extended", "unpacked",
+    "list_to_tuple", "is", "is_not", "load_global", "store_global",
+})
+
+
 def row_of(kind):
     """The SPEC §3.1 row a site kind belongs to."""
     row = _STRUCTURAL_ROWS.get(kind)
@@ -288,13 +296,23 @@ def operand_count(kind):
 _STATEMENTS = frozenset({"setitem", "delitem", "setslice", "setattr", "delattr"})
 
 
-def _emit_site(site, instr, tags, out):
+def _emit_site(site, instr, tags, out, tagging=False):
     """Append the replacement of ``site`` to ``out``; return False to keep the
-    original instructions instead."""
+    original instructions instead.  ``tagging``: the propagation sites are
+    rewritten too."""
     loc = instr.location
     kind = site.kind
     call = LAYER.call_constant
 
+    if kind in TAGGING_KINDS:
+        return _emit_tagging_site(site, instr, out)
+    if kind == "call_ex" and tagging:
+        # Star-arguments carry their elements' metadata into the call.
+        if site.detail:
+            out += call(Slot("keywords"), 1, loc)
+            out += LAYER.resolve_at_depth(Slot("unpacked"), 2, loc)
+        else:
+            out += call(Slot("unpacked"), 1, loc)
     if kind in ("call", "call_kw", "call_ex"):
         depth = LAYER.resolution_depth(site, tags)
         if depth is not None:
@@ -342,6 +360,54 @@ def _emit_site(site, instr, tags, out):
         out += LAYER.to_bool(loc)
     if kind in _STATEMENTS:
         out.append(Instr("POP_TOP", location=loc))
+    return True
+
+
+def _emit_tagging_site(site, instr, out):
+    """The propagation sites (see :data:`TAGGING_KINDS`); returns True."""
+    loc = instr.location
+    kind = site.kind
+    call = LAYER.call_constant
+    slot = Slot(kind)
+    if kind == "adopt":                 # the display just built
+        out.append(instr)
+        out += call(slot, 1, loc)
+    elif kind in ("list_append", "set_add", "map_add"):
+        # [container … value] -> slot(value, container): the slot stores.
+        operands = 2 if kind == "map_add" else 1
+        out.append(Instr("COPY", instr.arg + operands, location=loc))
+        out += call(slot, operands + 1, loc)
+        out.append(Instr("POP_TOP", location=loc))
+    elif kind == "extended":
+        # The instruction runs on a copy of its source, then
+        # slot(source, container) sees both.
+        out.append(Instr("COPY", 1, location=loc))
+        out.append(Instr(instr.name, instr.arg + 1, location=loc))
+        out.append(Instr("COPY", instr.arg + 1, location=loc))
+        out += call(slot, 2, loc)
+        out.append(Instr("POP_TOP", location=loc))
+    elif kind == "unpacked":            # the sequence about to be unpacked
+        out += call(slot, 1, loc)
+        out.append(instr)
+    elif kind in ("is", "is_not", "list_to_tuple"):
+        out += call(slot, 1 if kind == "list_to_tuple" else 2, loc)
+    elif kind == "load_global":
+        name = instr.arg[1] if type(instr.arg) is tuple else instr.arg
+        out.append(instr)
+        value_below_null = type(instr.arg) is tuple and instr.arg[0] and not (
+            LAYER.null_below_callable)
+        if value_below_null:
+            out.append(Instr("SWAP", 2, location=loc))
+        out.append(Instr("LOAD_CONST", name, location=loc))
+        out += call(slot, 2, loc)
+        if value_below_null:
+            out.append(Instr("SWAP", 2, location=loc))
+    elif kind == "store_global":
+        out.append(Instr("LOAD_CONST", instr.arg, location=loc))
+        out += call(slot, 2, loc)
+        out.append(instr)
+    else:
+        raise AssertionError(f"unknown propagation site {kind!r}")
     return True
 
 
@@ -401,6 +467,7 @@ def rewrite_bytecode(bytecode, kinds):
              if tags[index] is not None and isinstance(element, Instr) else None
              for index, element in enumerate(elements)]
     untouched = _untouched_sites(elements, tags, sites, kinds)
+    tagging = "unpacked" in kinds
     out = []
     deepest = 0
     index = 0
@@ -412,7 +479,7 @@ def rewrite_bytecode(bytecode, kinds):
             index += 1
             continue
         start = len(out)
-        replaced = _emit_site(site, element, tags[index], out)
+        replaced = _emit_site(site, element, tags[index], out, tagging)
         if not replaced:
             out.extend(elements[index: index + site.span])
         deepest = max(deepest, len(tags[index]) + _peak(out, start))

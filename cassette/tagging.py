@@ -130,13 +130,16 @@ def _forget_types(types_of_tag):
 
 
 class BindingsCache:
-    """Metadata of module globals read in a tagged run, by module namespace
-    and name; the module itself keeps the primal values."""
+    """The metadata one tagging context keeps for the components of
+    containers, objects and module namespaces its runs stored tagged values
+    into (see :mod:`cassette.propagation`); the program's data itself keeps
+    the primal values.  ``entries``: ``id(target)`` -> record."""
 
-    __slots__ = ("entries",)
+    __slots__ = ("entries", "sweep_at")
 
     def __init__(self):
         self.entries = {}
+        self.sweep_at = 1024
 
     def __len__(self):
         return len(self.entries)
@@ -473,9 +476,19 @@ def hasmetadata(x, ctx):
 
 
 def metameta(x, ctx):
-    """The per-component metadata of ``x`` w.r.t. ``ctx`` (``NoMetaMeta`` if none)."""
+    """The per-component metadata of ``x`` w.r.t. ``ctx`` (``NoMetaMeta`` if
+    none): what :func:`tag` gave a tagged value, else what ``ctx``'s runs
+    stored into the components of container or object ``x`` (see
+    :func:`cassette.propagation.components`)."""
     meta = _meta_of(x, ctx, "metameta")
-    return NoMetaMeta if meta is None else meta.meta
+    if meta is None:
+        return _components(x, ctx)
+    return meta.meta
+
+
+def _components(x, ctx):
+    """Replaced by the propagation layer: recorded per-component metadata."""
+    return NoMetaMeta
 
 
 def hasmetameta(x, ctx):

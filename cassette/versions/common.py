@@ -70,6 +70,20 @@ assert set(_INPLACE_OP_NAMES) == set(INPLACE_NAMES)
 assert set(_COMPARE_BY_INDEX) == set(COMPARE_NAMES)
 
 
+#: Instructions of the propagation sites a tagging context needs rewritten
+#: (see cassette.propagation), by the site kind they make; ``detail`` is the
+#: instruction's argument.
+_TAGGING_SITES = {
+    "BUILD_LIST": "adopt", "BUILD_TUPLE": "adopt", "BUILD_SET": "adopt",
+    "BUILD_MAP": "adopt", "BUILD_CONST_KEY_MAP": "adopt",
+    "LIST_APPEND": "list_append", "SET_ADD": "set_add", "MAP_ADD": "map_add",
+    "LIST_EXTEND": "extended", "SET_UPDATE": "extended", "DICT_UPDATE": "extended",
+    "DICT_MERGE": "extended",
+    "UNPACK_SEQUENCE": "unpacked", "UNPACK_EX": "unpacked",
+    "LOAD_GLOBAL": "load_global", "STORE_GLOBAL": "store_global",
+}
+
+
 def swap_below(count, location):
     """Instructions that move the top of stack below the ``count`` values
     under it, keeping their order: ``[a1 … an, x] -> [x, a1 … an]``."""
@@ -241,7 +255,19 @@ class Layer:
             return Site("caught")
         if name == "BEFORE_ASYNC_WITH":
             return Site("async_with")
+        tagging = _TAGGING_SITES.get(name)
+        if tagging is not None:
+            return Site(tagging, detail=instr.arg)
+        if name == "IS_OP":
+            return Site("is_not" if instr.arg else "is")
+        if self.is_list_to_tuple(instr):
+            return Site("list_to_tuple")
         return self._call_site(instr, following)
+
+    def is_list_to_tuple(self, instr):
+        """True for the instruction turning a display's list into a tuple
+        (``(*a, b)``, ``f(*a, b)``)."""
+        return False
 
     def _compare_site(self, instr):
         return Site(_COMPARE_BY_INDEX[int(instr.arg)])

@@ -56,6 +56,9 @@ class Layer311(Layer):
     def _load_attr_site(self, instr):
         return Site("getattr", detail=instr.arg)
 
+    def is_list_to_tuple(self, instr):
+        return instr.name == "LIST_TO_TUPLE"
+
     def _call_site(self, instr, following):
         name = instr.name
         if name == "LOAD_METHOD":

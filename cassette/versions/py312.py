@@ -32,6 +32,10 @@ class Layer312(Layer):
         is_method, name = instr.arg
         return Site("method" if is_method else "getattr", detail=name)
 
+    def is_list_to_tuple(self, instr):
+        return (instr.name == "CALL_INTRINSIC_1"
+                and instr.arg == Intrinsic1Op.INTRINSIC_LIST_TO_TUPLE)
+
     def _call_site(self, instr, following):
         name = instr.name
         if name == "KW_NAMES":

@@ -57,6 +57,10 @@ class Layer313(Layer):
             return None
         return Site("getattr", detail=name)
 
+    def is_list_to_tuple(self, instr):
+        return (instr.name == "CALL_INTRINSIC_1"
+                and instr.arg == Intrinsic1Op.INTRINSIC_LIST_TO_TUPLE)
+
     def _call_site(self, instr, following):
         name = instr.name
         if name == "CALL":

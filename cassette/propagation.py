@@ -1,0 +1,1052 @@
+"""Propagation (SPEC §6): metadata that flows, without user code, through
+the containers, objects and module globals a tagged run touches.
+
+The model
+---------
+The program's data always holds primal values.  When a tagged run stores a
+value tagged w.r.t. its context — into a list, tuple, dict or set element,
+an object's attribute, a module global — the container receives the value
+the tag wraps, and the context's :class:`~cassette.tagging.BindingsCache`
+records the metadata for that component together with the identity of the
+value stored.  A later read of the component in a run of the same context
+gives the tagged value back, as long as the component still holds that very
+value (anything else — code outside the context changed it, an untracked
+builtin moved it and the identity search below cannot find it — reads as an
+ordinary value).  So:
+
+* a wrapper never leaks into the program's data, and builtins, C code and
+  the caller of ``overdub`` only ever see primal values;
+* containers and objects keep per-component metadata from birth (a list
+  built in the run, an object constructed in it) and so do containers the
+  run receives or finds in module globals (SPEC §6: their metadata lives in
+  the bindings cache, the module holds primal values);
+* list operations that move elements without cassette seeing each move
+  (``sort``, ``reverse``, slice assignment …) keep metadata by matching
+  element identities.
+
+What runs where
+---------------
+* :func:`fallback` is the default fallback under tagging (the runtimes call
+  it through ``dispatch.tagging_fallback``): known container, attribute and
+  conversion primitives propagate metadata, everything else is called with
+  its arguments untagged.
+* The ``TAGGING_SLOTS`` are what tagged runs' rewritten code calls for the
+  syntax that builds or takes apart containers (displays, comprehensions,
+  unpacking, star-arguments), compares identities (``is``) and reads or
+  writes module globals.  A runtime whose enclosing runtime also propagates
+  passes each result on to it, so nested tagging contexts each see their own
+  tags.
+"""
+
+import collections
+import operator
+import sys
+import weakref
+
+from . import dispatch, tagging
+from ._singletons import NoMetaData, NoMetaMeta
+from .tagging import Meta, _TaggedMeta, _allowed_metadata, _make, _tag_of
+# Propagation calls the program's primitives (which may call back into its
+# code): its frames keep the program's builtins (see cassette/_builtins.py).
+from ._builtins import (BaseException, KeyError, TypeError, dict, frozenset, getattr, id,
+                        isinstance, len, list, object, set, setattr, slice, tuple, type)
+
+__all__ = ["TAGGING_SLOTS", "components", "fallback"]
+
+_VALUE, _META = "_cassette_value", "_cassette_meta"
+_get = object.__getattribute__
+
+
+# -- values ----------------------------------------------------------------------
+
+def _innermost(value):
+    """``value`` with every tag, of any context, taken off."""
+    while isinstance(type(value), _TaggedMeta):
+        value = _get(value, _VALUE)
+    return value
+
+
+def _split(value, tag):
+    """``(primal, meta)``: ``value`` without ``tag`` and the Meta it carried
+    (None when ``value`` is not tagged with ``tag``)."""
+    if _tag_of(value) is tag:
+        return _get(value, _VALUE), _get(value, _META)
+    return value, None
+
+
+def _primal(value, tag):
+    return _get(value, _VALUE) if _tag_of(value) is tag else value
+
+
+def _untag_all(args, tag):
+    return tuple(_get(a, _VALUE) if _tag_of(a) is tag else a for a in args)
+
+
+# -- the records of the bindings cache --------------------------------------------
+
+class _Record:
+    """What one context knows of one container, object or namespace:
+    ``items`` (a list parallel to a list or tuple, else a dict by key) and
+    ``attrs`` (by attribute name); each entry ``(value, Meta)`` — the value
+    stored, tags off, and its metadata."""
+
+    __slots__ = ("target", "weak", "items", "attrs")
+
+    def __init__(self, target, weak):
+        self.target = target
+        self.weak = weak
+        self.items = None
+        self.attrs = None
+
+
+def _cache(ctx):
+    return ctx.bindingscache
+
+
+def _record(cache, obj):
+    """The record of ``obj`` in ``cache``, or None."""
+    record = cache.entries.get(id(obj))
+    if record is None:
+        return None
+    target = record.target() if record.weak else record.target
+    return record if target is obj else None
+
+
+def _new_record(cache, obj):
+    """The record of ``obj``, made if needed.  Objects that support weak
+    references are held weakly; others (lists, dicts, tuples …) strongly,
+    and dropped by :func:`_sweep` once nothing else holds them."""
+    key = id(obj)
+    entries = cache.entries
+    record = entries.get(key)
+    if record is not None:
+        target = record.target() if record.weak else record.target
+        if target is obj:
+            return record
+    try:
+        ref = weakref.ref(obj, _forgetter(entries, key))
+    except TypeError:
+        record = _Record(obj, False)
+    else:
+        record = _Record(ref, True)
+    entries[key] = record
+    if len(entries) > cache.sweep_at:
+        _sweep(cache)
+    return record
+
+
+def _forgetter(entries, key):
+    def forget(ref):
+        record = entries.get(key)
+        if record is not None and record.target is ref:
+            del entries[key]
+    return forget
+
+
+#: References to a strongly held target that mean nobody else holds it: the
+#: record's, the list built by _sweep and getrefcount's argument.
+_ONLY_OURS = 3
+
+
+def _sweep(cache):
+    entries = cache.entries
+    strong = [(key, record.target) for key, record in entries.items() if not record.weak]
+    for key, target in strong:
+        if sys.getrefcount(target) <= _ONLY_OURS + 1:      # + the loop variable
+            del entries[key]
+    del strong, target
+    cache.sweep_at = max(1024, 2 * len(entries))
+
+
+def components(x, ctx):
+    """The per-component metadata ``ctx`` keeps for container or object
+    ``x`` (used by :func:`cassette.metameta`): a list (one ``Meta`` per
+    element) for a list or tuple, a dict (key -> ``Meta``) for a dict or
+    set, a dict (attribute -> ``Meta``) for an object; ``NoMetaMeta`` when
+    it keeps none."""
+    cache = _cache(ctx)
+    record = None if cache is None else _record(cache, x)
+    if record is None:
+        return NoMetaMeta
+    if record.items is not None:
+        if isinstance(x, (list, tuple)):
+            parts = _sequence_parts(record, x)
+            if any(p is not None for p in parts):
+                return [Meta() if p is None else p[1] for p in parts]
+        elif isinstance(x, (dict, set, frozenset)):
+            found = {}
+            for key, part in record.items.items():
+                value = _lookup_value(x, key)
+                if value is not _MISSING and part[0] is _innermost(value):
+                    found[key] = part[1]
+            if found:
+                return found
+    if record.attrs:
+        found = {}
+        for name, part in record.attrs.items():
+            try:
+                value = _get(x, name)
+            except BaseException:
+                continue
+            if part[0] is _innermost(value):
+                found[name] = part[1]
+        if found:
+            return found
+    return NoMetaMeta
+
+
+_MISSING = object()
+
+
+def _lookup_value(container, key):
+    if isinstance(container, dict):
+        return dict.get(container, key, _MISSING)
+    return key if key in container else _MISSING
+
+
+# -- sequences: a list of parts parallel to the elements --------------------------
+
+def _sequence_parts(record, seq):
+    """The record's parts of ``seq``, brought in line with its elements when
+    something cassette did not see moved them: each element keeps the
+    metadata recorded for the same object (the first unclaimed one)."""
+    parts = record.items
+    n = len(seq)
+    if type(parts) is list and len(parts) == n:
+        for i in range(n):
+            part = parts[i]
+            if part is not None and part[0] is not _innermost(seq[i]):
+                break
+        else:
+            return parts
+    pool = collections.defaultdict(collections.deque)
+    if type(parts) is list:
+        for part in parts:
+            if part is not None:
+                pool[id(part[0])].append(part)
+    parts = []
+    for element in seq:
+        queue = pool.get(id(_innermost(element)))
+        parts.append(queue.popleft() if queue else None)
+    record.items = parts
+    return parts
+
+
+def _derived_parts(source_record, source, result):
+    """Parts for the sequence ``result`` whose elements come from ``source``
+    (a slice, a copy, a sorted version): matched by identity."""
+    pool = collections.defaultdict(collections.deque)
+    for part in _sequence_parts(source_record, source):
+        if part is not None:
+            pool[id(part[0])].append(part)
+    parts = []
+    found = False
+    for element in result:
+        queue = pool.get(id(_innermost(element)))
+        if queue:
+            parts.append(queue.popleft())
+            found = True
+        else:
+            parts.append(None)
+    return parts if found else None
+
+
+def _read_element(tag, record, seq, index, value):
+    """``value`` (``seq[index]``) tagged with the metadata recorded for it."""
+    try:
+        i = operator.index(index)
+    except TypeError:
+        return value
+    parts = _sequence_parts(record, seq)
+    if i < 0:
+        i += len(parts)
+    if 0 <= i < len(parts):
+        part = parts[i]
+        if part is not None and part[0] is _innermost(value):
+            return _make(tag, value, part[1])
+    return value
+
+
+def _with_parts(cache, result, parts):
+    if parts is not None:
+        _new_record(cache, result).items = parts
+    return result
+
+
+# -- adoption: containers built with tagged values inside --------------------------
+
+def adopt(ctx, container):
+    """``container`` (just built by the program) with the values tagged
+    w.r.t. ``ctx`` replaced by their primal values, their metadata recorded.
+    A tuple is rebuilt (it is new: nobody else holds it yet)."""
+    tag = ctx.tag
+    kind = type(container)
+    if kind is list:
+        parts = None
+        for i, element in enumerate(container):
+            if _tag_of(element) is tag:
+                if parts is None:
+                    parts = [None] * len(container)
+                primal = _get(element, _VALUE)
+                container[i] = primal
+                parts[i] = (_innermost(primal), _get(element, _META))
+        if parts is not None:
+            _new_record(_cache(ctx), container).items = parts
+        return container
+    if kind is tuple:
+        if not any(_tag_of(element) is tag for element in container):
+            return container
+        parts = []
+        values = []
+        for element in container:
+            primal, meta = _split(element, tag)
+            values.append(primal)
+            parts.append(None if meta is None else (_innermost(primal), meta))
+        result = tuple(values)
+        _new_record(_cache(ctx), result).items = parts
+        return result
+    if kind is dict:
+        if not any(_tag_of(v) is tag or _tag_of(k) is tag for k, v in container.items()):
+            return container
+        entries = list(container.items())
+        container.clear()
+        items = {}
+        for key, value in entries:
+            key = _primal(key, tag)
+            primal, meta = _split(value, tag)
+            container[key] = primal
+            if meta is not None:
+                items[key] = (_innermost(primal), meta)
+        if items:
+            _new_record(_cache(ctx), container).items = items
+        return container
+    if kind is set:
+        if not any(_tag_of(element) is tag for element in container):
+            return container
+        elements = list(container)
+        container.clear()
+        items = {}
+        for element in elements:
+            primal, meta = _split(element, tag)
+            container.add(primal)
+            if meta is not None:
+                items[primal] = (_innermost(primal), meta)
+        if items:
+            _new_record(_cache(ctx), container).items = items
+        return container
+    return container
+
+
+def _note_item(ctx, container, key, primal, meta):
+    if meta is not None:
+        record = _new_record(_cache(ctx), container)
+        if type(record.items) is not dict:
+            record.items = {}
+        record.items[key] = (_innermost(primal), meta)
+    else:
+        record = _record(_cache(ctx), container)
+        if record is not None and type(record.items) is dict:
+            record.items.pop(key, None)
+
+
+def extended(ctx, source, container):
+    """After a display's ``LIST_EXTEND``/``SET_UPDATE``/``DICT_UPDATE``/
+    ``DICT_MERGE`` added ``source``'s items to ``container``: tagged values
+    the source produced become primal, and the source's recorded metadata
+    carries over."""
+    adopt(ctx, container)
+    cache = _cache(ctx)
+    record = _record(cache, source)
+    if record is None or record.items is None:
+        return
+    if type(container) is list and isinstance(source, (list, tuple)):
+        parts = _derived_parts(record, source, container)
+        if parts is not None:
+            target = _new_record(cache, container)
+            old = target.items if type(target.items) is list else None
+            if old is not None and len(old) == len(container):
+                parts = [p if p is not None else o for p, o in zip(parts, old)]
+            target.items = parts
+    elif type(container) in (dict, set) and type(record.items) is dict:
+        target = _new_record(cache, container)
+        if type(target.items) is not dict:
+            target.items = {}
+        for key, part in record.items.items():
+            value = _lookup_value(container, key)
+            if value is not _MISSING and part[0] is _innermost(value):
+                target.items[key] = part
+
+
+def _read_item(tag, record, key, value):
+    items = record.items
+    if type(items) is dict:
+        try:
+            part = items.get(key)
+        except TypeError:
+            return value
+        if part is not None and part[0] is _innermost(value):
+            return _make(tag, value, part[1])
+    return value
+
+
+def list_to_tuple(ctx, container):
+    """A display's list made a tuple (``(*a, b)``, ``f(*a, b)``): the tuple
+    keeps the list's recorded metadata."""
+    result = tuple(container)
+    record = _record(_cache(ctx), container)
+    if record is not None and record.items is not None:
+        _with_parts(_cache(ctx), result, _derived_parts(record, container, result))
+    return result
+
+
+# -- the slots rewritten code calls --------------------------------------------------
+#
+# Each maker returns the callable bound into code rewritten for a runtime of
+# ``ctx`` (which may have no tagging itself when only an enclosing context
+# has); ``outer`` is the enclosing runtime's callable for the same slot, or
+# None.  Stores are done by the outermost context (each inner one hands on
+# the value it took its tag off); reads are tagged by the outermost first.
+
+def _tags(ctx):
+    return ctx.tag is not None
+
+
+def _store_maker(store, plain):
+    """A slot ``(…, value, container)`` that stores: ``plain`` stores without
+    tagging, ``store(ctx, …, put)`` strips this context's tag and calls
+    ``put`` (the outer slot, or ``plain``)."""
+    def make(ctx, outer):
+        put = outer if outer is not None else plain
+        if not _tags(ctx):
+            return put
+
+        def slot(*operands):
+            return store(ctx, put, *operands)
+        return slot
+    return make
+
+
+def _plain_append(value, container):
+    container.append(value)
+
+
+def _plain_add(value, container):
+    container.add(value)
+
+
+def _plain_map_add(key, value, container):
+    container[key] = value
+
+
+def _store_append(ctx, put, value, container):
+    primal, meta = _split(value, ctx.tag)
+    cache = _cache(ctx)
+    record = _record(cache, container)
+    if meta is None and record is None:
+        return put(primal, container)
+    if record is None:
+        record = _new_record(cache, container)
+    parts = _sequence_parts(record, container)
+    put(primal, container)
+    parts.append(None if meta is None else (_innermost(primal), meta))
+    return None
+
+
+def _store_add(ctx, put, value, container):
+    primal, meta = _split(value, ctx.tag)
+    put(primal, container)
+    if meta is not None:
+        record = _new_record(_cache(ctx), container)
+        if type(record.items) is not dict:
+            record.items = {}
+        record.items[primal] = (_innermost(primal), meta)
+
+
+def _store_map_add(ctx, put, key, value, container):
+    key = _primal(key, ctx.tag)
+    primal, meta = _split(value, ctx.tag)
+    put(key, primal, container)
+    _note_item(ctx, container, key, primal, meta)
+
+
+def _chain_maker(own, plain):
+    """A slot ``(x, …) -> x'`` applied by each context in turn, innermost
+    first (``adopt``, ``list_to_tuple``, ``extended``)."""
+    def make(ctx, outer):
+        if not _tags(ctx):
+            return outer if outer is not None else plain
+        if outer is None:
+            def slot(*operands):
+                return own(ctx, *operands)
+        else:
+            def slot(first, *rest):
+                return outer(own(ctx, first, *rest), *rest)
+        return slot
+    return make
+
+
+def _read_maker(own):
+    """A slot ``(x, …) -> x'`` that reads: the enclosing context tags first
+    (``own(ctx, original, read, …)`` sees both)."""
+    def make(ctx, outer):
+        if not _tags(ctx):
+            return outer if outer is not None else _identity
+        if outer is None:
+            def slot(value, *rest):
+                return own(ctx, value, value, *rest)
+        else:
+            def slot(value, *rest):
+                return own(ctx, value, outer(value, *rest), *rest)
+        return slot
+    return make
+
+
+def _identity(value, *rest):
+    return value
+
+
+def _chain_extended(ctx, outer):
+    if not _tags(ctx):
+        return outer if outer is not None else _ignore
+    if outer is None:
+        def slot(source, container):
+            extended(ctx, source, container)
+    else:
+        def slot(source, container):
+            extended(ctx, source, container)
+            outer(source, container)
+    return slot
+
+
+def _ignore(*operands):
+    return None
+
+
+def _unpacked_read(ctx, original, read, *rest):
+    """``unpacked`` for ``original``, whose elements the enclosing contexts
+    already tagged in ``read`` (the same object when they had nothing)."""
+    record = _record(_cache(ctx), original)
+    if record is None or record.items is None or not isinstance(original, (list, tuple)):
+        return read
+    if type(original).__iter__ not in (list.__iter__, tuple.__iter__):
+        return read
+    tag = ctx.tag
+    parts = _sequence_parts(record, original)
+    values = read if read is not original else original
+    if len(values) != len(parts):
+        return read
+    return tuple(value if part is None or part[0] is not _innermost(value)
+                 else _make(tag, value, part[1]) for value, part in zip(values, parts))
+
+
+def _keywords_read(ctx, original, read):
+    if type(original) is not dict:
+        return read
+    record = _record(_cache(ctx), original)
+    if record is None or type(record.items) is not dict:
+        return read
+    return {key: _read_item(ctx.tag, record, key, value) for key, value in read.items()}
+
+
+def _global_maker(make_own):
+    def make(ctx, outer):
+        inner = None if outer is None else outer.with_namespace
+        own = make_own(ctx, inner)
+
+        def slot(value, name):
+            return own(sys._getframe(1).f_globals, value, name)
+        slot.with_namespace = own
+        return slot
+    return make
+
+
+def _load_global(ctx, outer):
+    tagging = _tags(ctx)
+
+    def load(namespace, value, name):
+        if outer is not None:
+            value = outer(namespace, value, name)
+        if not tagging:
+            return value
+        record = _record(_cache(ctx), namespace)
+        return value if record is None else _read_item(ctx.tag, record, name, value)
+    return load
+
+
+def _store_global(ctx, outer):
+    tagging = _tags(ctx)
+
+    def store(namespace, value, name):
+        if tagging:
+            value, meta = _split(value, ctx.tag)
+            _note_item(ctx, namespace, name, value, meta)
+        if outer is not None:
+            value = outer(namespace, value, name)
+        return value
+    return store
+
+
+def _comparison_maker(compare):
+    def make(ctx, outer):
+        return compare
+    return make
+
+
+def _is(a, b):
+    return _innermost(a) is _innermost(b)
+
+
+def _is_not(a, b):
+    return _innermost(a) is not _innermost(b)
+
+
+#: Slot name -> maker ``(ctx, outer) -> callable`` (see dispatch.TAGGING_SLOTS).
+TAGGING_SLOTS = {
+    "adopt": _chain_maker(adopt, _identity),
+    "list_to_tuple": _chain_maker(list_to_tuple, tuple),
+    "extended": _chain_extended,
+    "list_append": _store_maker(_store_append, _plain_append),
+    "set_add": _store_maker(_store_add, _plain_add),
+    "map_add": _store_maker(_store_map_add, _plain_map_add),
+    "unpacked": _read_maker(_unpacked_read),
+    "keywords": _read_maker(_keywords_read),
+    "is": _comparison_maker(_is),
+    "is_not": _comparison_maker(_is_not),
+    "load_global": _global_maker(_load_global),
+    "store_global": _global_maker(_store_global),
+}
+
+
+# -- the fallback under tagging ----------------------------------------------------
+
+def fallback(ctx, callee, primitive, args, kwargs):
+    """Run primitive ``callee`` — called as ``primitive`` — for a context
+    with tagging: metadata propagates through the primitives of
+    ``_PROPAGATORS``; every other one sees its arguments untagged."""
+    try:
+        propagate = _PROPAGATORS.get(callee)
+    except TypeError:                       # an unhashable callee
+        propagate = None
+    if propagate is None:
+        tag = ctx.tag
+        if any(_tag_of(a) is tag for a in args):
+            args = _untag_all(args, tag)
+        if kwargs and any(_tag_of(v) is tag for v in kwargs.values()):
+            kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
+        return primitive(*args, **kwargs)
+    return propagate(ctx, primitive, args, kwargs or {})
+
+
+def _plain(ctx, primitive, args, kwargs):
+    tag = ctx.tag
+    return primitive(*_untag_all(args, tag), **{k: _primal(v, tag) for k, v in kwargs.items()})
+
+
+def _getitem(ctx, primitive, args, kwargs):
+    if len(args) != 2 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    container, key = _primal(args[0], tag), _primal(args[1], tag)
+    out = primitive(container, key)
+    cache = _cache(ctx)
+    record = _record(cache, container)
+    if record is None or record.items is None:
+        return out
+    if isinstance(container, (list, tuple)):
+        if type(key) is slice:
+            return _with_parts(cache, out, _derived_parts(record, container, out))
+        return _read_element(tag, record, container, key, out)
+    return _read_item(tag, record, key, out)
+
+
+def _setitem(ctx, primitive, args, kwargs):
+    if len(args) != 3 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    container, key = _primal(args[0], tag), _primal(args[1], tag)
+    primal, meta = _split(args[2], tag)
+    cache = _cache(ctx)
+    record = _record(cache, container)
+    if isinstance(container, list) and type(key) is slice:
+        pool = None if record is None else _sequence_parts(record, container)
+        out = primitive(container, key, primal)
+        sources = _record(cache, primal)
+        if pool is not None or sources is not None:
+            target = record if record is not None else _new_record(cache, container)
+            parts = list(pool) if pool else []
+            if sources is not None and sources.items is not None and isinstance(
+                    primal, (list, tuple)):
+                parts += [p for p in _sequence_parts(sources, primal) if p is not None]
+            target.items = parts
+            _sequence_parts(target, container)
+        return out
+    out = primitive(container, key, primal)
+    if isinstance(container, (list, tuple)):
+        if meta is None and record is None:
+            return out
+        if record is None:
+            record = _new_record(cache, container)
+        parts = _sequence_parts(record, container) if record.items is not None else None
+        if parts is None:
+            parts = record.items = [None] * len(container)
+        i = operator.index(key)
+        if i < 0:
+            i += len(parts)
+        parts[i] = None if meta is None else (_innermost(primal), meta)
+        return out
+    _note_item(ctx, container, key, primal, meta)
+    return out
+
+
+def _delitem(ctx, primitive, args, kwargs):
+    if len(args) != 2 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    container, key = _primal(args[0], tag), _primal(args[1], tag)
+    record = _record(_cache(ctx), container)
+    if record is not None and isinstance(container, list) and record.items is not None:
+        parts = _sequence_parts(record, container)
+        out = primitive(container, key)
+        del parts[key]
+        return out
+    out = primitive(container, key)
+    if record is not None and type(record.items) is dict:
+        try:
+            record.items.pop(key, None)
+        except TypeError:
+            pass
+    return out
+
+
+def _getattr(ctx, primitive, args, kwargs):
+    if not 2 <= len(args) <= 3 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    args = _untag_all(args, tag)
+    out = primitive(*args)
+    record = _record(_cache(ctx), args[0])
+    if record is None or not record.attrs:
+        return out
+    part = record.attrs.get(args[1]) if type(args[1]) is str else None
+    if part is not None and part[0] is _innermost(out):
+        return _make(tag, out, part[1])
+    return out
+
+
+def _setattr(ctx, primitive, args, kwargs):
+    if len(args) != 3 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    obj, name = _primal(args[0], tag), _primal(args[1], tag)
+    primal, meta = _split(args[2], tag)
+    out = primitive(obj, name, primal)
+    cache = _cache(ctx)
+    if meta is not None:
+        try:
+            record = _new_record(cache, obj)
+        except TypeError:
+            return out
+        if record.attrs is None:
+            record.attrs = {}
+        record.attrs[name] = (_innermost(primal), meta)
+    else:
+        record = _record(cache, obj)
+        if record is not None and record.attrs:
+            record.attrs.pop(name, None)
+    return out
+
+
+def _delattr(ctx, primitive, args, kwargs):
+    out = _plain(ctx, primitive, args, kwargs)
+    record = _record(_cache(ctx), _primal(args[0], ctx.tag)) if args else None
+    if record is not None and record.attrs and len(args) > 1:
+        record.attrs.pop(_primal(args[1], ctx.tag), None)
+    return out
+
+
+def _list_append(ctx, primitive, args, kwargs):
+    if len(args) != 2 or kwargs or not isinstance(_primal(args[0], ctx.tag), list):
+        return _plain(ctx, primitive, args, kwargs)
+
+    def put(value, container):
+        return primitive(container, value)
+    return _store_append(ctx, put, args[1], _primal(args[0], ctx.tag))
+
+
+def _list_insert(ctx, primitive, args, kwargs):
+    if len(args) != 3 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    container, index = _primal(args[0], tag), _primal(args[1], tag)
+    primal, meta = _split(args[2], tag)
+    record = _record(_cache(ctx), container)
+    if record is None and meta is None:
+        return primitive(container, index, primal)
+    if record is None:
+        record = _new_record(_cache(ctx), container)
+    parts = _sequence_parts(record, container)
+    out = primitive(container, index, primal)
+    parts.insert(index, None if meta is None else (_innermost(primal), meta))
+    return out
+
+
+def _list_pop(ctx, primitive, args, kwargs):
+    if not 1 <= len(args) <= 2 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    args = _untag_all(args, tag)
+    container = args[0]
+    record = _record(_cache(ctx), container)
+    if record is None or record.items is None or not isinstance(container, list):
+        return primitive(*args)
+    parts = _sequence_parts(record, container)
+    out = primitive(*args)
+    part = parts.pop(args[1] if len(args) > 1 else -1)
+    if part is not None and part[0] is _innermost(out):
+        return _make(tag, out, part[1])
+    return out
+
+
+def _resyncing(ctx, primitive, args, kwargs):
+    """A primitive that may move a list's elements (sort, reverse, remove,
+    extend, ``+=`` …): parts follow by identity; new elements coming from a
+    recorded source keep their metadata."""
+    tag = ctx.tag
+    args = _untag_all(args, tag)
+    kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
+    cache = _cache(ctx)
+    container = args[0] if args else None
+    record = None if container is None else _record(cache, container)
+    sources = [r for r in (_record(cache, a) for a in args[1:]) if r is not None]
+    if record is None and not sources:
+        return primitive(*args, **kwargs)
+    pool = list(_sequence_parts(record, container)) if (
+        record is not None and isinstance(container, list) and record.items is not None) else []
+    for source, value in ((r, a) for a in args[1:] for r in [_record(cache, a)] if r):
+        if isinstance(value, (list, tuple)) and source.items is not None:
+            pool += _sequence_parts(source, value)
+    out = primitive(*args, **kwargs)
+    if isinstance(container, list) and pool:
+        target = record if record is not None else _new_record(cache, container)
+        target.items = [p for p in pool if p is not None]
+        _sequence_parts(target, container)
+    return out
+
+
+def _copying(ctx, primitive, args, kwargs):
+    """A primitive making a new container from its first argument (``list``,
+    ``tuple``, ``sorted``, ``list.copy``, slicing …): elements keep their
+    metadata by identity; tagged values a generator produced become
+    primal."""
+    tag = ctx.tag
+    args = _untag_all(args, tag)
+    kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
+    out = primitive(*args, **kwargs)
+    if type(out) not in (list, tuple, dict, set):
+        return out
+    cache = _cache(ctx)
+    out = adopt(ctx, out) if type(out) is not tuple else out
+    source = args[0] if args else None
+    record = None if source is None else _record(cache, source)
+    if record is None or record.items is None:
+        return out
+    if isinstance(out, (list, tuple)) and isinstance(source, (list, tuple)):
+        parts = _derived_parts(record, source, out)
+        if parts is not None and out is not source:
+            target = _new_record(cache, out)
+            old = target.items if type(target.items) is list else None
+            if old is not None and len(old) == len(out):
+                parts = [p if p is not None else o for p, o in zip(parts, old)]
+            target.items = parts
+    elif type(out) in (dict, set) and type(record.items) is dict and out is not source:
+        target = _new_record(cache, out)
+        if type(target.items) is not dict:
+            target.items = {}
+        for key, part in record.items.items():
+            value = _lookup_value(out, key)
+            if value is not _MISSING and part[0] is _innermost(value):
+                target.items[key] = part
+    return out
+
+
+def _dict_get(ctx, primitive, args, kwargs):
+    if not 2 <= len(args) <= 3 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    args = _untag_all(args, tag)
+    out = primitive(*args)
+    record = _record(_cache(ctx), args[0])
+    if record is None:
+        return out
+    return _read_item(tag, record, args[1], out)
+
+
+def _dict_pop(ctx, primitive, args, kwargs):
+    out = _dict_get(ctx, primitive, args, kwargs)
+    record = _record(_cache(ctx), _primal(args[0], ctx.tag)) if args else None
+    if record is not None and type(record.items) is dict and len(args) > 1:
+        try:
+            record.items.pop(_primal(args[1], ctx.tag), None)
+        except TypeError:
+            pass
+    return out
+
+
+def _dict_setdefault(ctx, primitive, args, kwargs):
+    if not 2 <= len(args) <= 3 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    container, key = _primal(args[0], tag), _primal(args[1], tag)
+    default, meta = _split(args[2], tag) if len(args) > 2 else (None, None)
+    had = key in container
+    out = primitive(container, key, default)
+    if not had:
+        _note_item(ctx, container, key, default, meta)
+    record = _record(_cache(ctx), container)
+    return out if record is None else _read_item(tag, record, key, out)
+
+
+def _dict_update(ctx, primitive, args, kwargs):
+    tag = ctx.tag
+    plain_args = _untag_all(args, tag)
+    container = plain_args[0] if plain_args else None
+    out = primitive(*plain_args, **{k: _primal(v, tag) for k, v in kwargs.items()})
+    if isinstance(container, dict):
+        for key, value in kwargs.items():
+            primal, meta = _split(value, tag)
+            _note_item(ctx, container, key, primal, meta)
+        if len(plain_args) > 1:
+            extended(ctx, plain_args[1], container)
+    return out
+
+
+class _Iterator:
+    """``iter(x)`` for a container with recorded metadata: the container's
+    own iterator, each value tagged as a read of that component would be."""
+
+    __slots__ = ("_iterator", "_read", "_index", "__weakref__")
+
+    def __init__(self, iterator, read):
+        self._iterator = iterator
+        self._read = read
+        self._index = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        value = next(self._iterator)
+        index = self._index
+        self._index = index + 1
+        return self._read(index, value)
+
+    def __length_hint__(self):
+        return operator.length_hint(self._iterator)
+
+    def __reduce__(self):
+        return self._iterator.__reduce__()
+
+
+def _iter(ctx, primitive, args, kwargs):
+    if len(args) != 1 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    container = _primal(args[0], tag)
+    iterator = primitive(container)
+    record = _record(_cache(ctx), container)
+    if record is None or record.items is None:
+        return iterator
+    kind = type(container)
+    if kind is list or kind is tuple:
+        def read(index, value):
+            return _read_element(tag, record, container, index, value)
+    elif kind is set or kind is frozenset:
+        def read(index, value):
+            return _read_item(tag, record, value, value)
+    else:
+        return iterator          # a dict iterates over its (primal) keys
+    return _Iterator(iterator, read)
+
+
+def _dict_values(ctx, primitive, args, kwargs):
+    """``d.values()`` and ``d.items()`` keep the view's type; iterating
+    over the view (``iter`` of it) reads the values as ``d[key]`` would."""
+    out = _plain(ctx, primitive, args, kwargs)
+    container = _primal(args[0], ctx.tag) if args else None
+    record = None if container is None else _record(_cache(ctx), container)
+    if record is not None and type(record.items) is dict:
+        _new_record(_cache(ctx), out).items = ("view", container)
+    return out
+
+
+def _iter_view(ctx, primitive, args, kwargs):
+    if len(args) != 1 or kwargs:
+        return _iter(ctx, primitive, args, kwargs)
+    view = _primal(args[0], ctx.tag)
+    record = _record(_cache(ctx), view)
+    if record is None or type(record.items) is not tuple:
+        return _iter(ctx, primitive, args, kwargs)
+    container = record.items[1]
+    iterator = primitive(view)
+    tag = ctx.tag
+    source = _record(_cache(ctx), container)
+    if source is None:
+        return iterator
+    if type(view) is type({}.items()):
+        def read(index, pair):
+            key, value = pair
+            return (key, _read_item(tag, source, key, value))
+    else:
+        keys = iter(container)
+
+        def read(index, value):
+            return _read_item(tag, source, next(keys, _MISSING), value)
+    return _Iterator(iterator, read)
+
+
+def _conversion(ctx, primitive, args, kwargs):
+    """``float(x)``, ``int(x)``, ``complex(x)`` of a tagged value carry its
+    metadata, converted as :func:`cassette.tag` would for the result's type
+    (dropped when that type allows none)."""
+    tag = ctx.tag
+    if len(args) != 1 or kwargs or _tag_of(args[0]) is not tag:
+        return _plain(ctx, primitive, args, kwargs)
+    primal, meta = _split(args[0], tag)
+    out = primitive(primal)
+    data = meta.data
+    if data is NoMetaData:
+        return out
+    allowed = _allowed_metadata(type(ctx), type(_innermost(out)))
+    if not isinstance(allowed, type):
+        return out
+    if not isinstance(_innermost(data), allowed):
+        try:
+            data = allowed(_innermost(data))
+        except BaseException:
+            return out
+    return _make(tag, out, Meta(data, NoMetaMeta))
+
+
+_PROPAGATORS = {
+    operator.getitem: _getitem, operator.setitem: _setitem, operator.delitem: _delitem,
+    getattr: _getattr, setattr: _setattr, object.__getattribute__: _getattr,
+    object.__setattr__: _setattr, delattr: _delattr, object.__delattr__: _delattr,
+    list.__getitem__: _getitem, list.__setitem__: _setitem, list.__delitem__: _delitem,
+    tuple.__getitem__: _getitem, dict.__getitem__: _getitem, dict.__setitem__: _setitem,
+    dict.__delitem__: _delitem,
+    list.append: _list_append, list.insert: _list_insert, list.pop: _list_pop,
+    list.extend: _resyncing, list.sort: _resyncing, list.reverse: _resyncing,
+    list.remove: _resyncing, list.__iadd__: _resyncing, list.__imul__: _resyncing,
+    operator.iadd: _resyncing, list.clear: _resyncing,
+    list: _copying, tuple: _copying, sorted: _copying, list.copy: _copying,
+    dict: _copying, set: _copying, frozenset: _copying, dict.copy: _copying,
+    set.copy: _copying, operator.add: _copying, reversed: _plain,
+    dict.get: _dict_get, dict.pop: _dict_pop, dict.setdefault: _dict_setdefault,
+    dict.update: _dict_update, dict.values: _dict_values, dict.items: _dict_values,
+    iter: _iter_view,
+    float: _conversion, int: _conversion, complex: _conversion,
+}
+
+dispatch.tagging_fallback = fallback
+dispatch.TAGGING_SLOTS = TAGGING_SLOTS
+tagging._components = components
