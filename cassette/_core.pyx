@@ -9,7 +9,7 @@ instantiated) comes from :mod:`cassette.engine` and :mod:`cassette.dispatch`
 and is cached here.
 """
 
-from cpython.object cimport PyObject, PyTypeObject
+from cpython.object cimport PyObject, PyObject_GenericGetAttr, PyObject_TypeCheck, PyTypeObject
 from cpython.ref cimport Py_DECREF
 
 import functools
@@ -28,6 +28,7 @@ cdef extern from "Python.h":
         PyObject *func_kwdefaults
         PyObject *func_name
         PyObject *func_qualname
+    PyObject *PyEval_GetGlobals()
     object PyWeakref_NewRef(object, object)
     object PyMethod_New(object, object)
     PyObject *PyMethod_GET_FUNCTION(object)
@@ -537,6 +538,17 @@ cdef extern from *:
         return PyUnicode_FromFormat("<primitive %R>", ((CassettePrimitive *)self)->target);
     }
 
+    /* The primitive's own __qualname__ and __module__: the interpreter's
+       messages that name a callable (``len() argument after * must be an
+       iterable``) name the primitive, as without cassette. */
+    static PyObject *cassette_primitive_getattro(PyObject *self, PyObject *name) {
+        if (PyUnicode_Check(name)
+                && (PyUnicode_CompareWithASCIIString(name, "__qualname__") == 0
+                    || PyUnicode_CompareWithASCIIString(name, "__module__") == 0))
+            return PyObject_GetAttr(((CassettePrimitive *)self)->target, name);
+        return PyObject_GenericGetAttr(self, name);
+    }
+
     static PyTypeObject CassettePrimitiveType = {
         PyVarObject_HEAD_INIT(NULL, 0)
         .tp_name = "cassette._core.Primitive",
@@ -545,6 +557,7 @@ cdef extern from *:
         .tp_vectorcall_offset = offsetof(CassettePrimitive, vectorcall),
         .tp_call = PyVectorcall_Call,
         .tp_repr = cassette_primitive_repr,
+        .tp_getattro = cassette_primitive_getattro,
         .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
         .tp_doc = "A primitive called from rewritten code: its arguments routed first.",
     };
@@ -873,7 +886,9 @@ cdef class Runtime:
             if name in _STRUCTURAL:
                 value = getattr(self, _STRUCTURAL[name])
             elif name in dispatch.TAGGING_SLOTS:
-                value = engine.tagging_slot(self, name)
+                site = PropagationSite(self, name, engine.tagging_slot(self, name))
+                count = _PROPAGATION_OPERANDS[name]
+                value = site.call1 if count == 1 else site.call2 if count == 2 else site.call3
             else:
                 site = OperationSite(self, name)
                 count = operand_count(name)
@@ -1102,6 +1117,11 @@ cdef class Runtime:
             cassette_set_barrier(barrier_before)
             cassette_set_handler(handler_before)
 
+    def tagged_primitive(self, callee, primitive):
+        """What calls of primitive ``callee`` (made by calling ``primitive``)
+        become under tagging (see :class:`TaggedPrimitive`)."""
+        return TaggedPrimitive(self.ctx, callee, primitive)
+
     cdef object primitive(self, callee, f, tuple args, dict kwargs):
         """The default fallback: ``f`` called with untagged arguments (which
         are routed first: the primitive may call back into them); under
@@ -1115,8 +1135,218 @@ cdef class Runtime:
         if self.parent is not None:
             f = self.parent.resolve(f)
         if self._tagging:
-            return _dispatch_module.tagging_fallback(self.ctx, callee, f, args, kwargs or {})
+            return _call_tagged(self.ctx, _propagator_of(callee), f, args, kwargs)
         return _call_tuple(f, args, kwargs)
+
+
+cdef object _TaggedBase = None
+cdef str _TAG_SLOT = "_cassette_tag"
+cdef str _VALUE_SLOT = "_cassette_value"
+
+
+cdef inline object _untag_one(object value, object tag):
+    """``value`` without ``tag`` (the tag of the running context)."""
+    global _TaggedBase
+    if _TaggedBase is None:
+        _TaggedBase = _dispatch_module.TAGGED
+        if _TaggedBase is None:
+            return value
+    if (PyObject_TypeCheck(value, <PyTypeObject *>_TaggedBase)
+            and PyObject_GenericGetAttr(value, _TAG_SLOT) is tag):
+        return PyObject_GenericGetAttr(value, _VALUE_SLOT)
+    return value
+
+
+cdef inline bint _is_tagged(object value):
+    """Whether ``value`` is tagged by any context."""
+    global _TaggedBase
+    if _TaggedBase is None:
+        _TaggedBase = _dispatch_module.TAGGED
+        if _TaggedBase is None:
+            return False
+    return PyObject_TypeCheck(value, <PyTypeObject *>_TaggedBase)
+
+
+cdef bint _holds_tagged(object container):
+    """Whether a list, tuple, set or dict just built holds a tagged value."""
+    cdef object kind = type(container)
+    if kind is list or kind is tuple or kind is set:
+        for element in container:
+            if _is_tagged(element):
+                return True
+    elif kind is dict:
+        for key, value in (<dict>container).items():
+            if _is_tagged(key) or _is_tagged(value):
+                return True
+    return False
+
+
+cdef dict _propagators = {}     # callee -> (propagate or None, always)
+
+
+cdef tuple _propagator_of(object callee):
+    try:
+        found = _propagators.get(callee)
+    except TypeError:           # an unhashable callee
+        return (None, False)
+    if found is None:
+        propagate = _dispatch_module.tagging_propagator(callee)
+        found = (propagate, bool(getattr(propagate, "always", False)))
+        if len(_propagators) < 4096:
+            _propagators[callee] = found
+    return <tuple>found
+
+
+cdef object _call_tagged(object ctx, tuple propagation, object f, tuple args, dict kwargs):
+    """The fallback under tagging, without a Python frame of the library
+    between the program and the primitive unless metadata is involved
+    (frame-walking code, tracebacks and the recursion limit see none):
+    arguments untagged, or the propagation layer's ``propagate`` when the
+    primitive has one and some argument is tagged or has recorded
+    components (or the propagator must always run)."""
+    cdef object tag = ctx.tag
+    cdef Py_ssize_t i, n
+    cdef list untagged
+    cdef object propagate = propagation[0]
+    cdef dict entries
+    if propagate is not None:
+        if propagation[1]:
+            return propagate(ctx, f, args, kwargs or {})
+        entries = ctx.bindingscache.entries
+        for arg in args:
+            if _is_tagged(arg) or (entries and id(arg) in entries):
+                return propagate(ctx, f, args, kwargs or {})
+        if kwargs:
+            for arg in kwargs.values():
+                if _is_tagged(arg):
+                    return propagate(ctx, f, args, kwargs)
+        return _call_tuple(f, args, kwargs)
+    n = len(args)
+    untagged = None
+    for i in range(n):
+        value = _untag_one(args[i], tag)
+        if value is not args[i]:
+            if untagged is None:
+                untagged = list(args)
+            untagged[i] = value
+    if untagged is not None:
+        args = tuple(untagged)
+    if kwargs:
+        kwargs = {k: _untag_one(v, tag) for k, v in kwargs.items()}
+    return _call_tuple(f, args, kwargs)
+
+
+cdef class TaggedPrimitive:
+    """A primitive as code rewritten for a tagging context calls it: the
+    fallback under tagging (arguments routed, then :func:`_call_tagged`)."""
+
+    cdef object ctx, callee, primitive
+    cdef tuple propagation
+
+    def __init__(self, ctx, callee, primitive):
+        self.ctx = ctx
+        self.callee = callee
+        self.primitive = primitive
+        self.propagation = _propagator_of(callee)
+
+    def __call__(self, *args, **kwargs):
+        for arg in args:
+            cassette_route_one(arg)
+        if kwargs:
+            for arg in kwargs.values():
+                cassette_route_one(arg)
+        return _call_tagged(self.ctx, self.propagation, self.primitive, args, kwargs)
+
+    # The callee's names: the interpreter's messages that name a callable
+    # (``len() argument after * must be an iterable``) name the callee.
+    @property
+    def __qualname__(self):
+        return self.callee.__qualname__
+
+    @property
+    def __module__(self):
+        return self.callee.__module__
+
+    def __repr__(self):
+        return f"<tagged primitive {self.callee!r}>"
+
+
+cdef dict _PROPAGATION_OPERANDS = {
+    "adopt": 1, "list_to_tuple": 1, "unpacked": 1, "keywords": 1, "list_append": 2,
+    "set_add": 2, "extended": 2, "is": 2, "is_not": 2, "load_global": 2,
+    "store_global": 2, "map_add": 3,
+}
+
+
+cdef dict _PROPAGATION_KINDS = {
+    "adopt": 1, "list_to_tuple": 2, "unpacked": 3, "keywords": 4, "list_append": 5,
+    "set_add": 6, "extended": 7, "is": 8, "is_not": 9, "load_global": 10,
+    "store_global": 11, "map_add": 12,
+}
+
+
+cdef class PropagationSite:
+    """A propagation slot (see ``cassette.propagation``) of a runtime whose
+    context tags and has no tagging context around it: the common case —
+    no tagged value, nothing recorded — is decided here, without a Python
+    frame; anything else goes to the propagation layer's ``slow`` slot."""
+
+    cdef object ctx, slow
+    cdef int kind
+    cdef bint direct
+
+    def __init__(self, Runtime runtime, name, slow):
+        self.ctx = runtime.ctx
+        self.slow = slow
+        self.kind = _PROPAGATION_KINDS[name]
+        self.direct = runtime.ctx.tag is not None and not (
+            runtime.parent is not None and engine.chain_has_tagging(runtime.parent))
+
+    cdef inline bint _recorded(self, object obj):
+        cdef dict entries = self.ctx.bindingscache.entries
+        return bool(entries) and id(obj) in entries
+
+    def call1(self, a):
+        if self.direct:
+            if self.kind == 1:
+                if not _holds_tagged(a):
+                    return a
+            elif self.kind == 2:
+                if not self._recorded(a) and not _holds_tagged(a):
+                    return tuple(a)
+            elif not self._recorded(a):         # unpacked, keywords
+                return a
+        return self.slow(a)
+
+    def call2(self, a, b):
+        cdef object namespace
+        if self.direct:
+            if self.kind == 5:
+                if not _is_tagged(a) and not self._recorded(b):
+                    (<list>b).append(a)
+                    return None
+            elif self.kind == 6:
+                if not _is_tagged(a):
+                    (<set>b).add(a)
+                    return None
+            elif self.kind == 7:
+                if not self._recorded(a) and not _holds_tagged(b):
+                    return None
+            elif self.kind == 8 or self.kind == 9:
+                if not _is_tagged(a) and not _is_tagged(b):
+                    return (a is b) if self.kind == 8 else (a is not b)
+            elif self.kind == 10 or self.kind == 11:
+                if self.kind == 10 or not _is_tagged(a):
+                    namespace = <object>PyEval_GetGlobals()
+                    if not self._recorded(namespace):
+                        return a
+        return self.slow(a, b)
+
+    def call3(self, a, b, c):
+        if self.direct and not _is_tagged(a) and not _is_tagged(b) and not self._recorded(c):
+            c[a] = b
+            return None
+        return self.slow(a, b, c)
 
 
 cdef class NotOverdubbed:
@@ -1153,6 +1383,16 @@ cdef class Hooked:
     def __call__(self, *args, **kwargs):
         return self.protocol.run(self.runtime, self.callee, self.body,
                                  self.callee, args, kwargs)
+
+    # The callee's names: the interpreter's messages that name a callable
+    # (``f() argument after * must be an iterable``) name the callee.
+    @property
+    def __qualname__(self):
+        return self.callee.__qualname__
+
+    @property
+    def __module__(self):
+        return self.callee.__module__
 
 
 cdef class Instantiation:

@@ -306,6 +306,13 @@ class Runtime:
     def hooked(self, callee, plan, body):
         return hooked(self, callee, plan, body)
 
+    def tagged_primitive(self, callee, primitive):
+        """What calls of primitive ``callee`` (made by calling ``primitive``)
+        become under tagging: the tagging fallback, named like ``callee``."""
+        result = functools.partial(engine.call_untagged, self.ctx, callee, primitive)
+        engine.name_like(result, callee)
+        return result
+
     def nested_overdub(self):
         return NestedOverdub(self)
 
@@ -396,6 +403,7 @@ def hooked(runtime, callee, plan, body):
             raise
 
     hooked_call.callee = callee
+    engine.name_like(hooked_call, callee)
     return hooked_call
 
 

@@ -300,7 +300,8 @@ BUILD_CLASS = "build_class"        # __build_class__: run the class body rewritt
 #: Callees that read their caller's frame; they run as called, never from a
 #: trampoline frame, and hooks do not see them.  (``exec``/``eval`` read it
 #: too, but have a body that finds the program's frame itself.)
-FRAME_SENSITIVE = (super, locals, vars, dir, globals, sys._getframe) + (
+FRAME_SENSITIVE = (super, locals, vars, dir, globals, sys._getframe,
+                   types.FunctionType) + (
     (sys._getframemodulename,) if hasattr(sys, "_getframemodulename") else ())
 
 _SOURCE_RUNNERS = (exec, eval)

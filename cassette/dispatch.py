@@ -721,6 +721,13 @@ def tagging_fallback(ctx, callee, primitive, args, kwargs):
     return primitive(*args, **kwargs)
 
 
+def tagging_propagator(callee):
+    """The propagation layer's implementation of primitive ``callee``
+    (``propagate(ctx, primitive, args, kwargs)``), or None when untagging
+    its arguments is all it needs.  Placeholder until that layer loads."""
+    return None
+
+
 #: Slots of code rewritten for a tagging context (``cassette.propagation``
 #: fills it): slot name -> ``make(ctx, outer)`` giving the callable bound
 #: for a runtime of ``ctx`` (``outer``: the enclosing runtime's, or None).

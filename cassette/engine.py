@@ -20,9 +20,9 @@ from .rewrite import TAGGING_KINDS, kinds_for, template_for
 from .versions import LAYER
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
-from ._builtins import (AssertionError, BaseException, TypeError, bool, callable,
+from ._builtins import (AssertionError, BaseException, Exception, TypeError, bool, callable,
     classmethod, compile, dict, eval, exec, getattr, isinstance, len, memoryview,
-    property, staticmethod, str, type)
+    property, setattr, staticmethod, str, type)
 
 _EMPTY = dispatch.Plan.empty
 
@@ -92,7 +92,8 @@ def tagging_slot(runtime, name):
     context's, passing results on to the enclosing runtime's when that one
     propagates too."""
     parent = runtime.parent
-    outer = parent.slot(name) if parent is not None and chain_has_tagging(parent) else None
+    outer = (tagging_slot(parent, name)
+             if parent is not None and chain_has_tagging(parent) else None)
     return dispatch.TAGGING_SLOTS[name](runtime.ctx, outer)
 
 
@@ -171,13 +172,13 @@ def target(runtime, f):
     body = body_of(runtime, decision)
     if decision.plan is _EMPTY:
         if body is None:
-            if runtime.ctx.tag is not None and not (
+            if runtime.ctx.tag is not None and callable(f) and not (
                     type(f) is types.FunctionType and f in dispatch.SEES_TAGS):
                 # Under tagging, primitives see primal values and metadata
                 # propagates through them (SPEC §6).
                 callee = decision.callee
                 primitive = callee if runtime.parent is None else runtime.parent.resolve(callee)
-                result = functools.partial(call_untagged, runtime.ctx, callee, primitive)
+                result = runtime.tagged_primitive(callee, primitive)
                 if decision.bound is not callables.NO_SELF:
                     result = types.MethodType(result, decision.bound)
                 return result
@@ -191,6 +192,21 @@ def target(runtime, f):
     if decision.bound is not callables.NO_SELF:
         result = types.MethodType(result, decision.bound)
     return result
+
+
+def name_like(wrapper, f):
+    """Give ``wrapper`` the ``__qualname__`` and ``__module__`` of ``f``: the
+    interpreter's messages that name a callable (``len() argument after *
+    must be an iterable``) then name ``f``, as without cassette."""
+    for name in ("__qualname__", "__module__"):
+        try:
+            value = getattr(f, name)
+        except Exception:
+            continue
+        try:
+            setattr(wrapper, name, value)
+        except Exception:
+            pass
 
 
 @callables.acts_for_program

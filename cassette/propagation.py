@@ -360,21 +360,24 @@ def extended(ctx, source, container):
     if record is None or record.items is None:
         return
     if type(container) is list and isinstance(source, (list, tuple)):
-        parts = _derived_parts(record, source, container)
-        if parts is not None:
-            target = _new_record(cache, container)
-            old = target.items if type(target.items) is list else None
-            if old is not None and len(old) == len(container):
-                parts = [p if p is not None else o for p, o in zip(parts, old)]
-            target.items = parts
-    elif type(container) in (dict, set) and type(record.items) is dict:
         target = _new_record(cache, container)
-        if type(target.items) is not dict:
-            target.items = {}
-        for key, part in record.items.items():
-            value = _lookup_value(container, key)
-            if value is not _MISSING and part[0] is _innermost(value):
-                target.items[key] = part
+        pool = list(target.items) if type(target.items) is list else []
+        target.items = pool + _sequence_parts(record, source)
+        _sequence_parts(target, container)
+    elif type(container) in (dict, set) and type(record.items) is dict:
+        _copy_items(cache, record, container)
+
+
+def _copy_items(cache, record, container):
+    """Entries of ``record`` (of a dict or set) that hold for ``container``
+    too, added to its record."""
+    target = _new_record(cache, container)
+    if type(target.items) is not dict:
+        target.items = {}
+    for key, part in record.items.items():
+        value = _lookup_value(container, key)
+        if value is not _MISSING and part[0] is _innermost(value):
+            target.items[key] = part
 
 
 def _read_item(tag, record, key, value):
@@ -619,6 +622,16 @@ TAGGING_SLOTS = {
 
 # -- the fallback under tagging ----------------------------------------------------
 
+def propagator(callee):
+    """The propagating implementation of primitive ``callee`` —
+    ``propagate(ctx, primitive, args, kwargs)`` — or None when the primitive
+    only needs its arguments untagged."""
+    try:
+        return _PROPAGATORS.get(callee)
+    except TypeError:                       # an unhashable callee
+        return None
+
+
 def fallback(ctx, callee, primitive, args, kwargs):
     """Run primitive ``callee`` — called as ``primitive`` — for a context
     with tagging: metadata propagates through the primitives of
@@ -859,13 +872,7 @@ def _copying(ctx, primitive, args, kwargs):
                 parts = [p if p is not None else o for p, o in zip(parts, old)]
             target.items = parts
     elif type(out) in (dict, set) and type(record.items) is dict and out is not source:
-        target = _new_record(cache, out)
-        if type(target.items) is not dict:
-            target.items = {}
-        for key, part in record.items.items():
-            value = _lookup_value(out, key)
-            if value is not _MISSING and part[0] is _innermost(value):
-                target.items[key] = part
+        _copy_items(cache, record, out)
     return out
 
 
@@ -968,6 +975,39 @@ def _iter(ctx, primitive, args, kwargs):
     return _Iterator(iterator, read)
 
 
+def _tagged_iterator(ctx, iterable):
+    """An iterator over ``iterable`` giving its elements tagged as reads
+    would, or ``iterable`` itself when nothing is recorded for it."""
+    record = _record(_cache(ctx), iterable)
+    if record is None or record.items is None:
+        return iterable
+    return _iter(ctx, iter, (iterable,), {})
+
+
+def _iterating(ctx, primitive, args, kwargs):
+    """``zip``, ``enumerate``, ``map`` …: the iterables they consume give
+    tagged elements, so what they produce carries the metadata."""
+    tag = ctx.tag
+    args = tuple(_tagged_iterator(ctx, _primal(a, tag)) for a in args)
+    return primitive(*args, **{k: _primal(v, tag) for k, v in kwargs.items()})
+
+
+def _reversed(ctx, primitive, args, kwargs):
+    if len(args) != 1 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    tag = ctx.tag
+    container = _primal(args[0], tag)
+    iterator = primitive(container)
+    record = _record(_cache(ctx), container)
+    if record is None or record.items is None or not isinstance(container, (list, tuple)):
+        return iterator
+    last = len(container) - 1
+
+    def read(index, value):
+        return _read_element(tag, record, container, last - index, value)
+    return _Iterator(iterator, read)
+
+
 def _dict_values(ctx, primitive, args, kwargs):
     """``d.values()`` and ``d.items()`` keep the view's type; iterating
     over the view (``iter`` of it) reads the values as ``d[key]`` would."""
@@ -1027,6 +1067,11 @@ def _conversion(ctx, primitive, args, kwargs):
     return _make(tag, out, Meta(data, NoMetaMeta))
 
 
+# A propagator marked ``always`` runs even when no argument is tagged and
+# none has a record: what it makes may hold tagged values a generator gave.
+_copying.always = True
+_iterating.always = True
+
 _PROPAGATORS = {
     operator.getitem: _getitem, operator.setitem: _setitem, operator.delitem: _delitem,
     getattr: _getattr, setattr: _setattr, object.__getattribute__: _getattr,
@@ -1040,7 +1085,8 @@ _PROPAGATORS = {
     operator.iadd: _resyncing, list.clear: _resyncing,
     list: _copying, tuple: _copying, sorted: _copying, list.copy: _copying,
     dict: _copying, set: _copying, frozenset: _copying, dict.copy: _copying,
-    set.copy: _copying, operator.add: _copying, reversed: _plain,
+    set.copy: _copying, operator.add: _copying, reversed: _reversed,
+    zip: _iterating, enumerate: _iterating,
     dict.get: _dict_get, dict.pop: _dict_pop, dict.setdefault: _dict_setdefault,
     dict.update: _dict_update, dict.values: _dict_values, dict.items: _dict_values,
     iter: _iter_view,
@@ -1048,5 +1094,6 @@ _PROPAGATORS = {
 }
 
 dispatch.tagging_fallback = fallback
+dispatch.tagging_propagator = propagator
 dispatch.TAGGING_SLOTS = TAGGING_SLOTS
 tagging._components = components

@@ -18,10 +18,12 @@ For one test module the harness
 3. reports every id that passed plainly but not overdubbed (a *regression*),
    with the first lines of its traceback.
 
-Two contexts are provided: :class:`Nothing` defines no handler at all, and
+Three contexts are provided: :class:`Nothing` defines no handler at all,
 :class:`Touching` has a catch-all ``prehook`` that touches every operation
 (counts it, reads ``type(f)`` and ``len(args)``), which forces every site kind
-to be rewritten and every operation through the full hook protocol.
+to be rewritten and every operation through the full hook protocol, and
+:func:`tagging` is a ``Nothing`` with tagging enabled (the propagation sites
+rewritten, every primitive through the tagging fallback).
 
 Use it from Python::
 
@@ -119,6 +121,13 @@ _len = len
 def touching():
     """A fresh :class:`Touching` context with a zeroed :class:`Counter`."""
     return Touching(metadata=Counter())
+
+
+def tagging():
+    """A :class:`Nothing` context with tagging enabled: every propagation
+    site is rewritten and every primitive runs through the tagging
+    fallback, though nothing is tagged — which must change nothing."""
+    return cassette.enabletagging(Nothing(), run_module)
 
 
 class Outcome(unittest.TestResult):
@@ -278,7 +287,8 @@ def main(argv):
     for name in names:
         plain = run_module(name)
         row = [f"{name:24} plain {len(plain.passing):4} ({plain.seconds:5.1f}s)"]
-        for label, ctx in (("Nothing", Nothing()), ("Touching", touching())):
+        for label, ctx in (("Nothing", Nothing()), ("Touching", touching()),
+                           ("Tagging", tagging())):
             dubbed = run_module(name, ctx, count_escapes)
             lost = regressions(plain, dubbed)
             total += len(lost)

@@ -2,8 +2,8 @@
 
 For each module of :data:`cpython_oracle.MODULES`, every test that passes
 plainly (in this process) must also pass with every test method overdubbed,
-by a context that defines nothing and by one whose catch-all prehook touches
-every operation.  See ``tests/cpython_oracle.py`` for the harness.
+by a context that defines nothing, by one whose catch-all prehook touches
+every operation and by a context with tagging enabled.  See ``tests/cpython_oracle.py`` for the harness.
 """
 
 import functools
@@ -50,3 +50,13 @@ def test_touching_context(module_name):
     assert ctx.metadata.count > 0, "the catch-all prehook saw no operation"
     lost = oracle.regressions(plain, dubbed)
     assert not lost, oracle.describe(module_name, "Touching", lost)
+
+
+@pytest.mark.parametrize("module_name", oracle.MODULES)
+def test_tagging_context(module_name):
+    """SPEC §6: tagging machinery (propagation sites, the tagging fallback)
+    changes nothing a program does when nothing is tagged."""
+    plain = plain_outcome(module_name)
+    dubbed = oracle.run_module(module_name, oracle.tagging())
+    lost = oracle.regressions(plain, dubbed)
+    assert not lost, oracle.describe(module_name, "Tagging", lost)

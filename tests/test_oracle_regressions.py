@@ -1,6 +1,6 @@
 """Small reproductions of engine bugs found by the CPython oracle
 (``tests/test_cpython_oracle.py``), each run under a context that defines
-nothing and under one with a catch-all prehook."""
+nothing, under one with a catch-all prehook and under one with tagging."""
 
 import sys
 
@@ -19,7 +19,12 @@ class Touching(cassette.Context):
         len(args)
 
 
-CONTEXTS = [Nothing, Touching]
+def Tagging():
+    """A context with tagging enabled (nothing tagged)."""
+    return cassette.enabletagging(Nothing(), print)
+
+
+CONTEXTS = [Nothing, Touching, Tagging]
 
 
 @pytest.fixture(params=CONTEXTS, ids=lambda c: c.__name__)
@@ -317,3 +322,35 @@ def test_c_functions_called_for_the_program_see_its_builtins(ctx):
             namespace["iter"] = original
 
     assert cassette.overdub(ctx, program) == (iter, ("",))
+
+
+def _star_argument_callee(*args):
+    return args
+
+
+# test_extcall: the interpreter names the callable in the errors of star-
+# arguments; the wrapper a hooked or tagging context calls must not show.
+@pytest.mark.parametrize("call", [
+    lambda: len(*5), lambda: len(**5), lambda: _star_argument_callee(*5),
+    lambda: _star_argument_callee(**[]),
+])
+def test_star_argument_errors_name_the_callee(ctx, call):
+    with pytest.raises(TypeError) as plain:
+        call()
+    with pytest.raises(TypeError) as dubbed:
+        cassette.overdub(ctx, call)
+    assert str(dubbed.value) == str(plain.value)
+
+
+# test_funcattrs.test___builtins__: a function made without "__builtins__" in
+# its globals takes the builtins of the frame that makes it.
+def test_a_function_made_at_run_time_takes_the_callers_builtins(ctx):
+    source = "def f(): pass\ng = type(f)(f.__code__, {})\n"
+    namespace = {"__builtins__": {"type": type}}
+
+    def run():
+        exec(source, namespace)
+        return namespace["g"].__builtins__
+
+    expected = run()
+    assert cassette.overdub(ctx, run) is expected == {"type": type}

@@ -1,0 +1,374 @@
+"""SPEC §6: metadata propagates, without user code, through object
+construction and attributes, containers and their methods, comprehensions,
+unpacking, star-arguments and varargs, module globals and numeric
+conversions — while the program's data holds primal values only.
+
+The context here has no handler at all: labels (strings) ride on values and
+every operation runs as plain Python would run it.  Each test compares what
+the run returns with the same function run plainly, and the labels read
+back with the labels put in.
+"""
+
+import json
+import math
+
+import pytest
+
+import cassette
+from cassette import (NoMetaData, NoMetaMeta, enabletagging, istagged, metadata,
+                      metameta, overdub, tag, untag)
+
+
+class Labels(cassette.Context):
+    """Values of any type may carry a string label."""
+
+    @classmethod
+    def metadatatype(cls, T):
+        return str
+
+
+class Tangents(cassette.Context):
+    """Numbers carry float metadata; nothing else carries any."""
+
+    @classmethod
+    def metadatatype(cls, T):
+        return float if T in (int, float, complex) else None
+
+
+def labelled(ctx, value):
+    """``(primal, label)`` of a value read back in the run."""
+    return untag(value, ctx), metadata(value, ctx)
+
+
+def new_context(kind=Labels):
+    return enabletagging(kind(), labelled)
+
+
+def run(f, *values, labels=None):
+    """``f`` overdubbed with each value tagged by its label; returns the
+    context and the result."""
+    ctx = new_context()
+    labels = labels or [f"x{i}" for i in range(len(values))]
+    args = [tag(v, ctx, label) for v, label in zip(values, labels)]
+    return ctx, overdub(ctx, f, *args)
+
+
+def assert_primal_only(data):
+    """No tagged value anywhere in ``data`` (lists, tuples, dicts, sets,
+    objects' ``__dict__``)."""
+    seen = set()
+
+    def walk(x):
+        assert not isinstance(type(x), type(cassette.Tagged)), f"wrapper leaked: {type(x)}"
+        if id(x) in seen:
+            return
+        seen.add(id(x))
+        if isinstance(x, (list, tuple, set, frozenset)):
+            for element in x:
+                walk(element)
+        elif isinstance(x, dict):
+            for key, value in x.items():
+                walk(key)
+                walk(value)
+        elif hasattr(x, "__dict__") and not isinstance(x, type):
+            walk(vars(x))
+    walk(data)
+
+
+# -- lists ------------------------------------------------------------------------
+
+def test_a_list_display_keeps_each_elements_metadata_and_holds_primal_values():
+    def f(a, b):
+        return [a, b, 3.0]
+
+    ctx = new_context()
+    out = overdub(ctx, f, tag(1.0, ctx, "a"), tag(2.0, ctx, "b"))
+    assert out == [1.0, 2.0, 3.0] and [type(v) for v in out] == [float] * 3
+    assert_primal_only(out)
+    assert [m.data for m in metameta(out, ctx)] == ["a", "b", NoMetaData]
+
+
+def test_reading_an_element_gives_the_tagged_value_back():
+    def f(a, b):
+        items = [a, b]
+        first, second = items[0], items[-1]
+        return labelled(ctx, first), labelled(ctx, second), labelled(ctx, items[1:][0])
+
+    ctx = new_context()
+    assert overdub(ctx, f, tag(1.5, ctx, "a"), tag(2.5, ctx, "b")) == (
+        (1.5, "a"), (2.5, "b"), (2.5, "b"))
+
+
+def test_list_methods_keep_metadata_in_step_with_the_elements():
+    def program(a, b, c):
+        items = []
+        items.append(b)
+        items.insert(0, a)
+        items.extend([c, 9.0])
+        items[3] = c
+        popped = items.pop(1)
+        items.sort(reverse=True)
+        items.reverse()
+        del items[0]
+        return items, popped
+
+    values = (5.0, 1.0, 3.0)
+    plain_items, plain_popped = program(*values)
+    ctx = new_context()
+    by_value = {5.0: "a", 1.0: "b", 3.0: "c"}
+
+    def probe(a, b, c):
+        items, popped = program(a, b, c)
+        return [labelled(ctx, v) for v in items], labelled(ctx, popped), items
+
+    read, popped, items = overdub(ctx, probe, *(tag(v, ctx, by_value[v]) for v in values))
+    assert [v for v, _ in read] == plain_items
+    assert [label for _, label in read] == [by_value[v] for v in plain_items]
+    assert popped == (plain_popped, by_value[plain_popped])
+    assert items == plain_items
+    assert_primal_only(items)
+
+
+def test_a_comprehension_and_iteration_carry_metadata():
+    def f(a, b):
+        doubled = [v for v in [a, b]]
+        pairs = {k: v for k, v in zip("pq", doubled)}
+        chosen = {v for v in doubled}
+        return ([labelled(ctx, v) for v in doubled],
+                sorted(labelled(ctx, pairs[k]) for k in "pq"),
+                sorted(labelled(ctx, v) for v in chosen))
+
+    ctx = new_context()
+    out = overdub(ctx, f, tag(1.0, ctx, "a"), tag(2.0, ctx, "b"))
+    assert out == ([(1.0, "a"), (2.0, "b")], [(1.0, "a"), (2.0, "b")],
+                   [(1.0, "a"), (2.0, "b")])
+
+
+# -- tuples, unpacking, star-arguments, varargs --------------------------------------
+
+def test_unpacking_star_arguments_and_varargs_carry_metadata():
+    def takes(*args, **kwargs):
+        return [labelled(ctx, v) for v in args], sorted(
+            (k, labelled(ctx, v)) for k, v in kwargs.items())
+
+    def f(a, b):
+        pair = (a, b)
+        first, second = pair
+        head, *rest = [a, b, a]
+        positional = takes(*pair)
+        mixed = takes(a, *[b])
+        keywords = takes(**{"p": a, "q": b})
+        return (labelled(ctx, first), labelled(ctx, second), labelled(ctx, head),
+                [labelled(ctx, v) for v in rest], positional, mixed, keywords)
+
+    ctx = new_context()
+    out = overdub(ctx, f, tag(1.0, ctx, "a"), tag(2.0, ctx, "b"))
+    assert out == ((1.0, "a"), (2.0, "b"), (1.0, "a"), [(2.0, "b"), (1.0, "a")],
+                   ([(1.0, "a"), (2.0, "b")], []), ([(1.0, "a"), (2.0, "b")], []),
+                   ([], [("p", (1.0, "a")), ("q", (2.0, "b"))]))
+
+
+# -- dicts and sets -------------------------------------------------------------------
+
+def test_dict_operations_keep_metadata_per_key():
+    def f(a, b):
+        table = {"a": a}
+        table["b"] = b
+        table.update(c=a)
+        got = table.get("b")
+        default = table.setdefault("d", b)
+        popped = table.pop("a")
+        values = [labelled(ctx, v) for v in table.values()]
+        items = [(k, labelled(ctx, v)) for k, v in table.items()]
+        return labelled(ctx, got), labelled(ctx, default), labelled(ctx, popped), values, items
+
+    ctx = new_context()
+    out = overdub(ctx, f, tag(1.0, ctx, "a"), tag(2.0, ctx, "b"))
+    assert out == ((2.0, "b"), (2.0, "b"), (1.0, "a"),
+                   [(2.0, "b"), (1.0, "a"), (2.0, "b")],
+                   [("b", (2.0, "b")), ("c", (1.0, "a")), ("d", (2.0, "b"))])
+
+
+# -- objects ------------------------------------------------------------------------
+
+class Point:
+    def __init__(self, x, y):
+        self.x = x
+        self.y = y
+
+    @property
+    def norm2(self):
+        return self.x * self.x + self.y * self.y
+
+    def moved(self, dx):
+        self.x = dx
+        return self
+
+
+class Slotted:
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def test_objects_born_in_the_run_carry_per_attribute_metadata():
+    def f(a, b):
+        p = Point(a, 2.0)
+        s = Slotted(b)
+        before = labelled(ctx, p.x), labelled(ctx, p.y), labelled(ctx, s.value)
+        p.moved(b)
+        return p, before, labelled(ctx, p.x), labelled(ctx, getattr(s, "value"))
+
+    ctx = new_context()
+    p, before, after, slotted = overdub(ctx, f, tag(1.0, ctx, "a"), tag(3.0, ctx, "b"))
+    assert before == ((1.0, "a"), (2.0, NoMetaData), (3.0, "b"))
+    assert after == (3.0, "b") and slotted == (3.0, "b")
+    assert type(p.x) is float and vars(p) == {"x": 3.0, "y": 2.0}
+    assert {name: m.data for name, m in metameta(p, ctx).items()} == {"x": "b"}
+
+
+def test_arithmetic_drops_metadata_without_a_handler():
+    def f(a):
+        p = Point(a, a)
+        return p.norm2, a + 1.0
+
+    ctx = new_context()
+    norm2, bumped = overdub(ctx, f, tag(3.0, ctx, "a"))
+    assert (norm2, bumped) == (18.0, 4.0)
+    assert not istagged(norm2, ctx) and not istagged(bumped, ctx)
+
+
+# -- module globals ---------------------------------------------------------------------
+
+SHARED = []
+SETTING = 0.0
+
+
+def store_setting(value):
+    global SETTING
+    SETTING = value
+    SHARED.append(value)
+
+
+def read_setting():
+    return SETTING, SHARED[-1]
+
+
+def test_module_globals_hold_primal_values_and_the_bindings_cache_the_metadata():
+    del SHARED[:]
+
+    def f(a):
+        store_setting(a)
+        return [labelled(ctx, v) for v in read_setting()]
+
+    ctx = new_context()
+    assert overdub(ctx, f, tag(7.0, ctx, "a")) == [(7.0, "a"), (7.0, "a")]
+    assert type(SETTING) is float and SETTING == 7.0 and SHARED == [7.0]
+    assert_primal_only(SHARED)
+    assert len(ctx.bindingscache) >= 2          # the module namespace and SHARED
+    # Another context sees ordinary values.
+    other = new_context()
+    assert overdub(other, lambda: [labelled(other, v) for v in read_setting()]) == [
+        (7.0, NoMetaData), (7.0, NoMetaData)]
+
+
+# -- identity, builtins, conversions -----------------------------------------------------
+
+def test_is_compares_primal_values_and_builtins_see_primal_values():
+    def f(a):
+        items = [a]
+        obj = Point(a, a)
+        return (items[0] is a, items[0] is not obj.x, type(items[0]) is float,
+                isinstance(a, float), json.dumps(items), math.fsum(items), sum(items))
+
+    ctx = new_context()
+    assert overdub(ctx, f, tag(0.5, ctx, "a")) == (True, False, True, True, "[0.5]", 0.5, 0.5)
+
+
+def test_numeric_conversions_carry_metadata_converted_to_the_results_type():
+    def f(a):
+        converted = float(a), int(a), complex(a), str(a)
+        return ([labelled(ctx, v) for v in converted],
+                [type(untag(v, ctx)) for v in converted])
+
+    ctx = new_context(Tangents)
+    read, types = overdub(ctx, f, tag(2, ctx, 1.5))
+    # str allows no metadata: its conversion drops it.
+    assert read == [(2.0, 1.5), (2, 1.5), (2 + 0j, 1.5), ("2", NoMetaData)]
+    assert types == [float, int, complex, str]
+
+
+def test_a_store_into_data_from_outside_keeps_the_primal_value_only():
+    outside = {"log": []}
+
+    def f(a):
+        outside["log"].append(a)
+        outside["last"] = a
+        return a * 2.0
+
+    ctx = new_context()
+    overdub(ctx, f, tag(1.25, ctx, "a"))
+    assert outside == {"log": [1.25], "last": 1.25}
+    assert_primal_only(outside)
+
+
+def test_a_value_changed_outside_the_context_is_no_longer_tagged():
+    box = []
+    ctx = new_context()
+    overdub(ctx, lambda a: box.append(a), tag(1.0, ctx, "a"))
+    assert overdub(ctx, lambda: labelled(ctx, box[0])) == (1.0, "a")
+    box[0] = 1.0 + 0.0 * len(box)        # a different float object, equal value
+    assert overdub(ctx, lambda: labelled(ctx, box[0])) == (1.0, NoMetaData)
+
+
+def test_metadata_of_nested_contexts_rides_through_a_list_independently():
+    outer = new_context()
+    inner = new_context()
+
+    def inner_run(a, b):
+        items = [a, b]
+        return ([labelled(inner, v) for v in items],
+                [metadata(untag(v, inner), outer) for v in items])
+
+    def outer_run(a):
+        return overdub(inner, inner_run, tag(a, inner, "inner-a"), 2.0)
+
+    inner_labels, outer_labels = overdub(outer, outer_run, tag(1.0, outer, "outer-a"))
+    assert [label for _, label in inner_labels] == ["inner-a", NoMetaData]
+    assert outer_labels == ["outer-a", NoMetaData]
+
+
+def test_temporary_containers_do_not_accumulate_in_the_bindings_cache():
+    def f(a):
+        total = 0.0
+        for i in range(5000):
+            pair = [a, float(i)]
+            total += pair[1]
+        return total
+
+    ctx = new_context()
+    assert overdub(ctx, f, tag(1.0, ctx, "a")) == f(1.0)
+    assert len(ctx.bindingscache) < 2100
+
+
+def test_no_metadata_means_no_records():
+    def f(a, b):
+        items = [a, b]
+        return {"k": items}, Point(a, b)
+
+    ctx = new_context()
+    table, point = overdub(ctx, f, 1.0, 2.0)
+    assert metameta(table, ctx) is NoMetaMeta and metameta(point, ctx) is NoMetaMeta
+    assert len(ctx.bindingscache) == 0
+
+
+@pytest.mark.parametrize("make", [
+    lambda a, b: [a, b], lambda a, b: (a, b), lambda a, b: {a: b}, lambda a, b: {a, b},
+    lambda a, b: [*[a], b], lambda a, b: (*[a], b), lambda a, b: {**{"k": a}, "m": b},
+])
+def test_displays_build_what_they_build_plainly(make):
+    ctx = new_context()
+    out = overdub(ctx, make, tag(1.0, ctx, "a"), tag(2.0, ctx, "b"))
+    assert out == make(1.0, 2.0) and type(out) is type(make(1.0, 2.0))
+    assert_primal_only(out)
