@@ -9,8 +9,14 @@ its own tag, so a derivative inside a derivative never confuses the two
 perturbations: the inner handlers' arithmetic is itself seen — and
 differentiated — by the outer context.
 
+Values stored into lists, dicts, objects and module globals keep their
+tangents (cassette propagates metadata through the program's data, which
+itself holds primal values); ``sum`` has a rule that reads a list's
+per-element tangents with ``metameta``.  ``directional_derivative(f, xs, v)``
+differentiates functions of lists (and returning lists).
+
 Only the public API is used: ``enabletagging``, ``tag``, ``untag``,
-``istagged``, ``metadata``, ``execute.register``, ``overdub``.
+``istagged``, ``metadata``, ``metameta``, ``execute.register``, ``overdub``.
 
 Run it: ``python examples/ad.py``.
 """
@@ -21,7 +27,8 @@ import operator
 import cassette
 from cassette import OverdubInstead, enabletagging, istagged, metadata, tag, untag
 
-__all__ = ["ForwardAD", "NO_TANGENT", "derivative", "differentiable", "tangent"]
+__all__ = ["ForwardAD", "NO_TANGENT", "derivative", "differentiable", "directional_derivative",
+           "tangent"]
 
 
 class ForwardAD(cassette.Context):
@@ -96,12 +103,54 @@ for _callee, _rule in _RULES.items():
     differentiable(_callee, _rule)
 
 
+def _elements(iterable, ctx):
+    """``(primals, tangents)`` of what ``iterable`` holds.  A list or tuple
+    built in the run holds primal values, its tangents are its components'
+    metadata (``metameta``); a generator, driven here, yields tagged values."""
+    components = cassette.metameta(iterable, ctx)
+    values = list(iterable)
+    if isinstance(components, list) and len(components) == len(values):
+        tangents = [NO_TANGENT if m.data is cassette.NoMetaData else m.data
+                    for m in components]
+        return values, tangents
+    return [untag(v, ctx) for v in values], [tangent(v, ctx) for v in values]
+
+
+@cassette.execute.register(ForwardAD, sum)
+def _sum(ctx, f, iterable, start=0):
+    """``sum`` of numbers: the sum of the tangents."""
+    primals, tangents = _elements(iterable, ctx)
+    total = sum(primals, untag(start, ctx))
+    total_tangent = tangent(start, ctx)
+    for t in tangents:
+        if t is not NO_TANGENT:
+            total_tangent = total_tangent + t
+    if total_tangent is NO_TANGENT:
+        return total
+    return tag(total, ctx, total_tangent)
+
+
 def derivative(f, x):
     """d f / d x at ``x``, for a function of one number."""
     ctx = enabletagging(ForwardAD(), f)
     # ``f`` is called from overdubbed code, so the call of ``f`` itself is
     # an operation of the context (a primitive such as math.sin included).
     out = cassette.overdub(ctx, lambda value: f(value), tag(x, ctx, 1.0))
+    return tangent(out, ctx)
+
+
+def directional_derivative(f, xs, direction):
+    """The derivative of ``f`` at the list of numbers ``xs`` along
+    ``direction``: a number for a function returning a number, a list for
+    one returning a list (a Jacobian-vector product)."""
+    ctx = enabletagging(ForwardAD(), f)
+    point = [tag(x, ctx, float(d)) for x, d in zip(xs, direction)]
+    out = cassette.overdub(ctx, lambda values: f(values), point)
+    if isinstance(out, (list, tuple)):
+        components = cassette.metameta(out, ctx)
+        if components is cassette.NoMetaMeta:
+            return [NO_TANGENT] * len(out)
+        return [NO_TANGENT if m.data is cassette.NoMetaData else m.data for m in components]
     return tangent(out, ctx)
 
 

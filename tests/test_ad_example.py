@@ -69,3 +69,115 @@ def test_the_function_itself_is_unchanged_and_constants_have_no_derivative():
     assert D(lambda x: len([x, x]), 3.0) == 0.0
     assert cubic(2.0) == 2 * 8 - 8 + 1          # plain calls are untouched
     assert ad.tangent(3.0, ad.enabletagging(ad.ForwardAD(), cubic)) is ad.NO_TANGENT
+
+
+# -- derivatives through the program's data (SPEC §6 propagation) -------------------
+
+class Particle:
+    def __init__(self, position, mass):
+        self.position = position
+        self.mass = mass
+
+    def energy(self):
+        return 0.5 * self.mass * self.position ** 2
+
+
+def through_an_object(x):
+    p = Particle(x, 3.0)
+    p.position = p.position * 2.0
+    return p.energy()                     # 0.5 * 3 * (2x)^2 = 6 x^2
+
+
+def through_containers(x):
+    values = [x, 2.0]
+    values.append(x * x)
+    values[1] = values[0] * values[2]      # x^3
+    table = {"a": values[1]}
+    table["b"] = sum(v for v in values)   # x + x^3 + x^2
+    first, *rest = values
+    return table["a"] + table["b"] + first * rest[0] + sum([v * v for v in rest])
+
+
+COEFFICIENTS = [1.0, 0.0, 0.0]
+LAST_INPUT = None
+
+
+def store_in_globals(x):
+    global LAST_INPUT
+    LAST_INPUT = x
+    COEFFICIENTS[2] = x * x
+
+
+def through_module_globals(x):
+    store_in_globals(x)
+    return COEFFICIENTS[0] + COEFFICIENTS[2] * LAST_INPUT   # 1 + x^3
+
+
+class Polynomial:
+    """A callable object: its coefficients are data, its __call__ the body."""
+
+    def __init__(self, *coefficients):
+        self.coefficients = list(coefficients)
+
+    def __call__(self, x):
+        return sum(c * x ** k for k, c in enumerate(self.coefficients))
+
+
+@pytest.mark.parametrize("f, df", [
+    (through_an_object, lambda x: 12 * x),
+    (through_containers, lambda x: 3 * x ** 2 + (1 + 3 * x ** 2 + 2 * x) + 4 * x ** 3
+     + (6 * x ** 5 + 4 * x ** 3)),
+    (through_module_globals, lambda x: 3 * x ** 2),
+    (Polynomial(1.0, -2.0, 0.5, 4.0), lambda x: -2.0 + x + 12.0 * x ** 2),
+])
+def test_derivatives_through_objects_containers_globals_and_callable_objects(f, df):
+    for x in (0.5, 1.0, 2.0):
+        plain = f(x)
+        assert D(f, x) == pytest.approx(df(x), rel=1e-12)
+        assert f(x) == plain        # the program's data was left with primal values
+
+
+def test_module_globals_keep_primal_values():
+    D(through_module_globals, 3.0)
+    assert (COEFFICIENTS, LAST_INPUT) == ([1.0, 0.0, 9.0], 3.0)
+    assert type(COEFFICIENTS[2]) is float and type(LAST_INPUT) is float
+
+
+def rosenbrock(xs):
+    return sum(100.0 * (xs[i + 1] - xs[i] ** 2) ** 2 + (1.0 - xs[i]) ** 2
+               for i in range(len(xs) - 1))
+
+
+def rosenbrock_gradient(xs):
+    n = len(xs)
+    grad = [0.0] * n
+    for i in range(n - 1):
+        grad[i] += -400.0 * xs[i] * (xs[i + 1] - xs[i] ** 2) - 2.0 * (1.0 - xs[i])
+        grad[i + 1] += 200.0 * (xs[i + 1] - xs[i] ** 2)
+    return grad
+
+
+def test_directional_derivatives_of_a_function_of_a_list():
+    xs = [0.3, -1.2, 0.8, 1.5, 0.1]
+    direction = [1.0, -0.5, 0.25, 2.0, -1.0]
+    expected = sum(g * d for g, d in zip(rosenbrock_gradient(xs), direction))
+    assert ad.directional_derivative(rosenbrock, xs, direction) == pytest.approx(
+        expected, rel=1e-12)
+    # Each basis direction gives one partial derivative.
+    for i, g in enumerate(rosenbrock_gradient(xs)):
+        basis = [1.0 if j == i else 0.0 for j in range(len(xs))]
+        assert ad.directional_derivative(rosenbrock, xs, basis) == pytest.approx(g, rel=1e-12)
+
+
+def test_jacobian_vector_products_of_a_function_returning_a_list():
+    def f(xs):
+        out = []
+        for i, x in enumerate(xs):
+            out.append(x * xs[-1 - i])
+        return out
+
+    xs = [1.0, 2.0, 3.0]
+    v = [0.5, -1.0, 2.0]
+    # d(x_i * x_{n-1-i}) = v_i x_{n-1-i} + x_i v_{n-1-i}
+    expected = [v[i] * xs[-1 - i] + xs[i] * v[-1 - i] for i in range(3)]
+    assert ad.directional_derivative(f, xs, v) == pytest.approx(expected, rel=1e-12)
