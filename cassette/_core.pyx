@@ -827,6 +827,7 @@ cdef class Runtime:
     cdef dict _resolved, _functions, _closures, _bodies, _slots, _droppers
     cdef OperationSite _next_site
     cdef bint _tagging
+    cdef bint _chain_tagging
     cdef bint _retained
 
     def __init__(self, ctx, parent=None):
@@ -853,6 +854,7 @@ cdef class Runtime:
         self._droppers = {}
         self._next_site = None
         self._tagging = getattr(self.ctx, "tag", None) is not None
+        self._chain_tagging = engine.chain_has_tagging(self)
 
     def release(self):
         """Drop every cache and keep nothing more until :meth:`retain`.
@@ -975,7 +977,12 @@ cdef class Runtime:
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
         cdef PyObject *found = NULL
-        cdef int unbound = cassette_get_method(obj, name, &found)
+        cdef int unbound
+        if self._chain_tagging and _is_tagged(obj):
+            method = engine.tagged_method(self, obj, name)
+            if method is not None:
+                return method
+        unbound = cassette_get_method(obj, name, &found)
         attribute = <object>found
         Py_DECREF(attribute)
         if unbound:

@@ -63,6 +63,7 @@ class Runtime:
         self._slots = {}
         self._droppers = {}
         self._tagging = getattr(self.ctx, "tag", None) is not None
+        self._chain_tagging = engine.chain_has_tagging(self)
 
     def release(self):
         """Drop every cache and keep nothing more until :meth:`retain`.
@@ -174,6 +175,10 @@ class Runtime:
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
         try:
+            if self._chain_tagging:
+                found = engine.tagged_method(self, obj, name)
+                if found is not None:
+                    return found
             tp = type(obj)
             descriptor = _lookup(tp, name)
             if (descriptor is not None and callables.is_method_descriptor(descriptor)

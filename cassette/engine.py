@@ -21,8 +21,8 @@ from .versions import LAYER
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
 from ._builtins import (AssertionError, BaseException, Exception, TypeError, bool, callable,
-    classmethod, compile, dict, eval, exec, getattr, isinstance, len, memoryview,
-    property, setattr, staticmethod, str, type)
+    classmethod, compile, dict, eval, exec, getattr, isinstance, issubclass, len, memoryview,
+    object, property, setattr, staticmethod, str, type)
 
 _EMPTY = dispatch.Plan.empty
 
@@ -166,6 +166,11 @@ def target(runtime, f):
     ``rewritten(function)``, ``hooked(callee, plan, body)`` and
     ``nested_overdub()``; this function decides which of them to use.
     """
+    if (type(f) is types.FunctionType and "_cassette_method" in f.__dict__
+            and chain_has_tagging(runtime)):
+        # A tagged value's shim of its primal class's method (3.13 loads
+        # methods natively): see call_shim.
+        return functools.partial(call_shim, runtime, f)
     decision = decide(type(runtime.ctx), f)
     if decision.plan is None:          # frame-sensitive: runs as called
         return f
@@ -207,6 +212,22 @@ def name_like(wrapper, f):
             setattr(wrapper, name, value)
         except Exception:
             pass
+
+
+@callables.acts_for_program
+def call_shim(runtime, shim, obj, /, *args, **kwargs):
+    """``obj.m(…)`` reached through a tagged value's shim of ``m``: for a
+    value tagged by ``runtime``'s context or an enclosing one, the method
+    itself with the tagged value first (as :func:`tagged_method` gives);
+    for any other, the shim (which acts on the primal value)."""
+    try:
+        method = tagged_method(runtime, obj, shim.__name__)
+        if method is None:
+            return shim(obj, *args, **kwargs)
+        return method(obj, *args, **kwargs)
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
 
 
 @callables.acts_for_program
@@ -465,6 +486,32 @@ def operation_has_body(name, args):
     first, second = OPERATIONS_SPECIAL_METHODS[name]
     return (_implements(type(args[0]), first)
             or (len(args) > 1 and _implements(type(args[1]), second)))
+
+
+def tagged_method(runtime, obj, name):
+    """For ``obj.name(…)`` where ``obj`` is a value tagged by ``runtime``'s
+    context or an enclosing one: the method its primal value's class
+    defines, resolved, to be called with ``obj`` itself first — so handlers
+    see the tagged receiver and the fallback untags it.  None when ``obj``
+    is not such a value or the attribute is not a plain method (the
+    ordinary lookup then applies)."""
+    tagged = dispatch.TAGGED
+    tp = type(obj)
+    if tagged is None or not issubclass(tp, tagged):
+        return None
+    owner = object.__getattribute__(obj, "_cassette_tag")
+    chain = runtime
+    while chain is not None and chain.ctx.tag is not owner:
+        chain = chain.parent
+    if chain is None:
+        return None
+    while issubclass(tp, tagged):
+        tp = tp.primal_type
+    descriptor = callables.lookup_on_type(tp, name)
+    if descriptor is None or not (callables.is_method_descriptor(descriptor)
+                                  or type(descriptor) is types.FunctionType):
+        return None
+    return runtime.resolve(descriptor)
 
 
 def _untagged(value, tagged):

@@ -53,7 +53,7 @@ import weakref
 from ._singletons import NoMetaData, NoMetaMeta
 from .context import Context, similarcontext
 from .errors import TaggingError
-from . import dispatch as _dispatch
+from . import callables as _callables, dispatch as _dispatch
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 __all__ = [
@@ -166,11 +166,40 @@ class _TaggedMeta(type):
             raise TypeError(f"Tagged[T] needs a type, got {primal_type!r}")
         made = _generic_types.get(primal_type)
         if made is None:
-            made = _TaggedMeta(f"Tagged[{primal_type.__qualname__}]", (Tagged,),
-                               {"__slots__": (), "__module__": __name__,
-                                "primal_type": primal_type})
+            namespace = _method_shims(primal_type)
+            namespace.update({"__slots__": (), "__module__": __name__,
+                              "primal_type": primal_type})
+            made = _TaggedMeta(f"Tagged[{primal_type.__qualname__}]", (Tagged,), namespace)
             _generic_types[primal_type] = made
         return made
+
+
+def _method_shims(primal_type):
+    """For each ordinary method of ``primal_type`` (found on its class, not a
+    special method), a function calling it on the wrapped value.  Outside a
+    run, ``tagged.m(…)`` thus acts as ``primal.m(…)``; inside one, the
+    engine sees through the shim (its ``_cassette_method``): the call is an
+    operation on that method with the tagged value itself first, so
+    handlers see it and the fallback untags it."""
+    shims = {}
+    for klass in reversed(primal_type.__mro__[:-1]):     # not object's
+        for name, found in vars(klass).items():
+            if name.startswith("__") or name in _OWN or name == "primal_type":
+                continue
+            if not _callables.is_method_descriptor(found):
+                shims.pop(name, None)
+                continue
+            shims[name] = _shim(name, found)
+    return shims
+
+
+def _shim(name, method):
+    def shim(self, /, *args, **kwargs):
+        value = object.__getattribute__(self, _VALUE)
+        return getattr(value, name)(*args, **kwargs)
+    shim.__name__ = shim.__qualname__ = name
+    shim._cassette_method = method
+    return shim
 
 
 _VALUE, _TAG, _META = "_cassette_value", "_cassette_tag", "_cassette_meta"

@@ -24,6 +24,8 @@ Run it: ``python examples/ad.py``.
 import math
 import operator
 
+import numpy as np
+
 import cassette
 from cassette import OverdubInstead, enabletagging, istagged, metadata, tag, untag
 
@@ -32,12 +34,15 @@ __all__ = ["ForwardAD", "NO_TANGENT", "derivative", "differentiable", "direction
 
 
 class ForwardAD(cassette.Context):
-    """Tangents are floats, carried by ints and floats."""
+    """Tangents are floats, carried by ints and floats (numpy's float
+    scalars included); a numpy array's tangent is an array of its shape."""
 
     @classmethod
     def metadatatype(cls, T):
-        if issubclass(T, (int, float)) and T is not bool:
+        if issubclass(T, (int, float, np.floating, np.integer)) and T is not bool:
             return float
+        if issubclass(T, np.ndarray):
+            return np.ndarray
         return None
 
 
@@ -99,8 +104,80 @@ _RULES = {
     math.atan: lambda p, t: t[0] / (1 + p[0] * p[0]),
     math.tanh: lambda p, t: (1 - math.tanh(p[0]) ** 2) * t[0],
 }
+
+
+def _add(a, b):
+    """``a + b`` of two tangents, either possibly ``NO_TANGENT``."""
+    if a is NO_TANGENT:
+        return b
+    if b is NO_TANGENT:
+        return a
+    return a + b
+
+
+def _matmul_rule(p, t):
+    left = NO_TANGENT if t[0] is NO_TANGENT else t[0] @ p[1]
+    right = NO_TANGENT if t[1] is NO_TANGENT else p[0] @ t[1]
+    return _add(left, right)
+
+
+def _linear(f):
+    """The rule of a function linear in its first argument (``sum``,
+    ``mean``, ``transpose`` …): the function applied to the tangent."""
+    def rule(p, t, **keywords):
+        return NO_TANGENT if t[0] is NO_TANGENT else f(t[0], *p[1:], **keywords)
+    return rule
+
+
+_RULES.update({
+    operator.matmul: _matmul_rule,
+    np.exp: lambda p, t: np.exp(p[0]) * t[0],
+    np.log: lambda p, t: t[0] / p[0],
+    np.sin: lambda p, t: np.cos(p[0]) * t[0],
+    np.cos: lambda p, t: -np.sin(p[0]) * t[0],
+    np.tanh: lambda p, t: (1 - np.tanh(p[0]) ** 2) * t[0],
+    np.sqrt: lambda p, t: t[0] / (2 * np.sqrt(p[0])),
+    np.negative: lambda p, t: -t[0],
+    np.add: lambda p, t: _add(t[0], t[1]),
+    np.multiply: lambda p, t: t[0] * p[1] + p[0] * t[1],
+    np.dot: _matmul_rule,
+    operator.getitem: _linear(operator.getitem),
+})
 for _callee, _rule in _RULES.items():
     differentiable(_callee, _rule)
+
+
+def linear(callee, apply=None):
+    """Register ``callee`` — linear in its first argument, which is the
+    only differentiated one — so that the tangent is ``apply(tangent,
+    *rest, **keywords)`` (``callee`` itself by default)."""
+    apply = callee if apply is None else apply
+
+    @cassette.execute.register(ForwardAD, callee)
+    def propagate(ctx, f, first, *rest, **keywords):
+        if not istagged(first, ctx):
+            return OverdubInstead
+        value = f(untag(first, ctx), *[untag(r, ctx) for r in rest], **keywords)
+        t = tangent(first, ctx)
+        return tag(value, ctx, apply(t, *rest, **keywords) if t is not NO_TANGENT
+                   else NO_TANGENT)
+
+    return propagate
+
+
+for _callee in (np.sum, np.mean, np.transpose, np.ravel, np.reshape, np.ndarray.sum,
+                np.ndarray.mean, np.ndarray.reshape, np.ndarray.ravel):
+    linear(_callee)
+linear(np.ndarray.transpose, np.transpose)
+
+
+@cassette.execute.register(ForwardAD, getattr)
+def _attribute(ctx, f, obj, name, *default):
+    """``a.T`` of a tagged array is linear too."""
+    if name != "T" or not istagged(obj, ctx):
+        return OverdubInstead
+    t = tangent(obj, ctx)
+    return tag(untag(obj, ctx).T, ctx, t.T if t is not NO_TANGENT else NO_TANGENT)
 
 
 def _elements(iterable, ctx):
@@ -140,11 +217,15 @@ def derivative(f, x):
 
 
 def directional_derivative(f, xs, direction):
-    """The derivative of ``f`` at the list of numbers ``xs`` along
-    ``direction``: a number for a function returning a number, a list for
-    one returning a list (a Jacobian-vector product)."""
+    """The derivative of ``f`` at ``xs`` — a list of numbers or a numpy
+    array (tagged as a whole, its tangent an array) — along ``direction``:
+    a number for a function returning a number, a list for one returning a
+    list, an array for one returning an array (a Jacobian-vector product)."""
     ctx = enabletagging(ForwardAD(), f)
-    point = [tag(x, ctx, float(d)) for x, d in zip(xs, direction)]
+    if isinstance(xs, np.ndarray):
+        point = tag(xs, ctx, np.asarray(direction, dtype=float))
+    else:
+        point = [tag(x, ctx, float(d)) for x, d in zip(xs, direction)]
     out = cassette.overdub(ctx, lambda values: f(values), point)
     if isinstance(out, (list, tuple)):
         components = cassette.metameta(out, ctx)

@@ -181,3 +181,58 @@ def test_jacobian_vector_products_of_a_function_returning_a_list():
     # d(x_i * x_{n-1-i}) = v_i x_{n-1-i} + x_i v_{n-1-i}
     expected = [v[i] * xs[-1 - i] + xs[i] * v[-1 - i] for i in range(3)]
     assert ad.directional_derivative(f, xs, v) == pytest.approx(expected, rel=1e-12)
+
+
+# -- numpy ------------------------------------------------------------------------
+
+np = pytest.importorskip("numpy")
+
+
+def logistic_problem(seed=0, n=60, d=6):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (rng.random(n) > 0.5).astype(float)
+    w = rng.normal(size=d) * 0.5
+    return X, y, w
+
+
+def logistic_loss(w, X, y):
+    z = X @ w
+    p = 1.0 / (1.0 + np.exp(-z))
+    return -np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def test_the_gradient_of_a_logistic_regression_loss_matches_central_differences():
+    X, y, w = logistic_problem()
+    h = 1e-6
+    for i in range(len(w)):
+        e = np.eye(len(w))[i]
+        by_ad = ad.directional_derivative(lambda v: logistic_loss(v, X, y), w, e)
+        central = (logistic_loss(w + h * e, X, y) - logistic_loss(w - h * e, X, y)) / (2 * h)
+        assert abs(by_ad - central) < 1e-6
+        exact = (X.T @ (1.0 / (1.0 + np.exp(-(X @ w))) - y) / len(y))[i]
+        assert by_ad == pytest.approx(exact, rel=1e-10, abs=1e-12)
+
+
+def test_array_tangents_through_linear_operations_and_ufuncs():
+    A = np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.0]])
+    x = np.array([0.3, -0.7])
+    v = np.array([1.0, 2.0])
+
+    def f(x):
+        u = np.tanh(A @ x)
+        return (u.T * np.sin(A[:, 0])).sum() + np.sqrt(np.sum(x * x)) + x[1]
+
+    # Closed form: d/dx of each term, along v.
+    u = np.tanh(A @ x)
+    du = (1 - u ** 2) * (A @ v)
+    expected = (du * np.sin(A[:, 0])).sum() + (x @ v) / np.sqrt(x @ x) + v[1]
+    assert ad.directional_derivative(f, x, v) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_jacobian_vector_product_of_an_array_function():
+    x = np.array([0.5, 1.5, -2.0])
+    v = np.array([1.0, 0.0, -1.0])
+    jvp = ad.directional_derivative(lambda a: np.exp(a) * a[::-1], x, v)
+    expected = np.exp(x) * v * x[::-1] + np.exp(x) * v[::-1]
+    assert np.allclose(jvp, expected, rtol=1e-12)

@@ -372,3 +372,40 @@ def test_displays_build_what_they_build_plainly(make):
     out = overdub(ctx, make, tag(1.0, ctx, "a"), tag(2.0, ctx, "b"))
     assert out == make(1.0, 2.0) and type(out) is type(make(1.0, 2.0))
     assert_primal_only(out)
+
+
+class Box:
+    def __init__(self, value):
+        self.value = value
+
+    def get(self):
+        return self.value
+
+
+class MethodSeer(cassette.Context):
+    @classmethod
+    def metadatatype(cls, T):
+        return str
+
+
+@cassette.execute.register(MethodSeer, Box.get)
+def _seen_get(ctx, f, box):
+    return ("seen", istagged(box, ctx), metadata(box, ctx), untag(box, ctx).value)
+
+
+@cassette.execute.register(MethodSeer, list.count)
+def _seen_count(ctx, f, items, value):
+    return ("counted", istagged(items, ctx), metadata(items, ctx))
+
+
+def test_a_method_call_on_a_tagged_value_sees_the_tagged_value():
+    """``x.m(…)`` on a value tagged by the running context is the operation
+    ``type(primal).m, (x, …)``: handlers see the tagged receiver (on 3.13
+    the interpreter loads the method itself, through the tagged type)."""
+    ctx = enabletagging(MethodSeer(), Box.get)
+    box = tag(Box(3), ctx, "b")
+    items = tag([1, 2, 1], ctx, "l")
+    assert overdub(ctx, lambda b: b.get(), box) == ("seen", True, "b", 3)
+    assert overdub(ctx, lambda l: l.count(1), items) == ("counted", True, "l")
+    # Outside any run the tagged values act as their primal values.
+    assert box.get() == 3 and items.count(1) == 2 and items.index(2) == 1
