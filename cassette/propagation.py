@@ -41,6 +41,7 @@ What runs where
 import collections
 import operator
 import sys
+import types
 import weakref
 
 from . import dispatch, tagging
@@ -54,6 +55,8 @@ from ._builtins import (BaseException, KeyError, TypeError, dict, frozenset, get
 __all__ = ["TAGGING_SLOTS", "components", "fallback"]
 
 _VALUE, _META = "_cassette_value", "_cassette_meta"
+_FunctionType = types.FunctionType
+_MethodType = types.MethodType
 _get = object.__getattribute__
 
 
@@ -735,6 +738,13 @@ def _getattr(ctx, primitive, args, kwargs):
     if not 2 <= len(args) <= 3 or kwargs:
         return _plain(ctx, primitive, args, kwargs)
     tag = ctx.tag
+    if _tag_of(args[0]) is tag and type(args[1]) is str:
+        # ``x.m`` of a tagged value, m a method of its primal class: bound
+        # to the tagged value, so that calling it is the operation on m
+        # with the tagged value first (see cassette.engine.call_shim).
+        shim = getattr(type(args[0]), args[1], None)
+        if type(shim) is _FunctionType and "_cassette_method" in shim.__dict__:
+            return _MethodType(shim, args[0])
     args = _untag_all(args, tag)
     out = primitive(*args)
     record = _record(_cache(ctx), args[0])
@@ -861,6 +871,20 @@ def _copying(ctx, primitive, args, kwargs):
     out = adopt(ctx, out) if type(out) is not tuple else out
     source = args[0] if args else None
     record = None if source is None else _record(cache, source)
+    if isinstance(out, (list, tuple)) and len(args) > 1:
+        # list + list: elements of either source keep their metadata.
+        pool = []
+        for arg in args:
+            arg_record = _record(cache, arg)
+            if arg_record is not None and arg_record.items is not None and isinstance(
+                    arg, (list, tuple)):
+                pool += _sequence_parts(arg_record, arg)
+        if pool and out is not source:
+            target = _new_record(cache, out)
+            target.items = [p for p in pool if p is not None] + (
+                list(target.items) if type(target.items) is list else [])
+            _sequence_parts(target, out)
+        return out
     if record is None or record.items is None:
         return out
     if isinstance(out, (list, tuple)) and isinstance(source, (list, tuple)):
