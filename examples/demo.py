@@ -8,6 +8,9 @@ Run it with ``python3 tools/dev.py demo`` (which builds cassette first), or
    ``math.cos`` inside one context only.
 3. Metadata: counting the operations whose positional arguments are all
    floats, with a prehook registered for ``cassette.Vararg(float)``.
+4-6. Tagging: forward-mode AD, interval arithmetic and provenance (the tools
+   of ``examples/ad.py``, ``intervals.py`` and ``provenance.py``) on the same
+   functions.
 
 None of the functions being run knows anything about cassette.
 """
@@ -126,11 +129,41 @@ def demo_count():
         print(f"  {callee:<20} {n}")
 
 
+# --------------------------------------------------------------------------
+# 4-6. Tagging: tools built on metadata that rides on values (examples/ad.py,
+# examples/intervals.py, examples/provenance.py), on the same plain code.
+
+def demo_tagging():
+    import ad
+    import intervals
+    import provenance
+
+    heading("4. Forward-mode AD (examples/ad.py): the gradient of rosenbrock")
+    xs = [1.2, 0.8, -0.5]
+    gradient = [ad.directional_derivative(rosenbrock, xs, [float(i == j) for j in range(3)])
+                for i in range(3)]
+    print(f"gradient at {xs}: {gradient}")
+    print(f"d/dx (2 sin x + 1) at 0.5 = {ad.derivative(wave, 0.5)!r} "
+          f"(2 cos 0.5 = {2 * math.cos(0.5)!r})")
+
+    heading("5. Interval arithmetic (examples/intervals.py): enclosures of wave and norm")
+    box = intervals.Interval(0.0, 1.0)
+    print(f"wave(x) for x in {box}: {intervals.enclose(wave, box)}")
+    print(f"norm([x, 4]) for x in [2.9, 3.1]: "
+          f"{intervals.enclose(lambda x: norm([x, 4.0]), intervals.Interval(2.9, 3.1))}")
+
+    heading("6. Provenance (examples/provenance.py): which inputs each output reads")
+    print("rosenbrock's terms:",
+          provenance.dependencies(lambda v: [(1.0 - v[i]) ** 2 + 100.0 * (v[i + 1] - v[i] ** 2) ** 2
+                                             for i in range(len(v) - 1)], [1.0, 2.0, 3.0, 4.0]))
+
+
 def main():
     print("cassette demo: overdubbing ordinary Python code through contexts")
     demo_trace()
     demo_override()
     demo_count()
+    demo_tagging()
 
 
 if __name__ == "__main__":

@@ -7,6 +7,10 @@ comparisons compute an enclosure of every value alongside the midpoint run,
 rounding outward so that floating-point error never shrinks an enclosure.
 The result encloses ``f(x)`` for every ``x`` in the boxes.
 
+A primitive with no interval rule that computes a number from numbers
+with enclosures (``round``, ``math.floor`` …) raises :class:`NoIntervalRule`
+rather than return an unsound result.
+
 A comparison between values whose enclosures overlap cannot be decided
 for every point of the boxes: it raises :class:`Undecidable` (a clear error
 naming the comparison and the intervals) instead of silently following the
@@ -25,7 +29,7 @@ import operator
 import cassette
 from cassette import OverdubInstead, enabletagging, istagged, metadata, tag, untag
 
-__all__ = ["Interval", "IntervalArithmetic", "Undecidable", "enclose"]
+__all__ = ["Interval", "IntervalArithmetic", "NoIntervalRule", "Undecidable", "enclose"]
 
 _INF = math.inf
 
@@ -77,6 +81,11 @@ class Undecidable(ArithmeticError):
     for others."""
 
 
+class NoIntervalRule(TypeError):
+    """A primitive computed a number from numbers with enclosures, and there
+    is no interval rule for it: its result would have no valid enclosure."""
+
+
 class IntervalArithmetic(cassette.Context):
     """Numbers carry the interval enclosing them."""
 
@@ -85,6 +94,23 @@ class IntervalArithmetic(cassette.Context):
         if issubclass(T, (int, float)) and T is not bool:
             return Interval
         return None
+
+    def fallback(self, f, /, *args, **kwargs):
+        """Primitives without a rule run as usual (metadata still flows
+        through containers and objects) — unless they compute a number from
+        numbers with enclosures: that result would be silently unsound."""
+        out = super().fallback(f, *args, **kwargs)
+        if (isinstance(out, (int, float)) and not istagged(out, self)
+                and f not in _OPAQUE_TO_VALUES
+                and any(istagged(a, self) for a in (*args, *kwargs.values()))):
+            raise NoIntervalRule(
+                f"no interval rule for {getattr(f, '__qualname__', f)!r}: it computed "
+                f"{out!r} from values that carry enclosures")
+        return out
+
+
+#: Primitives whose numeric results do not depend on the values' magnitudes.
+_OPAQUE_TO_VALUES = (len, id, hash, isinstance, type)
 
 
 def enclosure(value, ctx):
@@ -213,6 +239,25 @@ def _register(callee, rule):
 
 for _callee, _rule in _RULES.items():
     _register(_callee, _rule)
+
+
+@cassette.execute.register(IntervalArithmetic, sum)
+def _sum(ctx, f, iterable, start=0):
+    """``sum``: a generator yields tagged values; a list built in the run
+    holds primal ones and its enclosures as per-element metadata."""
+    components = cassette.metameta(iterable, ctx)
+    values = list(iterable)
+    if isinstance(components, list) and len(components) == len(values):
+        boxes = [Interval(v, v) if m.data is cassette.NoMetaData else m.data
+                 for v, m in zip(values, components)]
+        primals = values
+    else:
+        boxes = [enclosure(v, ctx) for v in values]
+        primals = [untag(v, ctx) for v in values]
+    total = enclosure(start, ctx)
+    for box in boxes:
+        total = _add(total, box)
+    return tag(sum(primals, untag(start, ctx)), ctx, total)
 
 
 # -- comparisons ----------------------------------------------------------------------

@@ -97,3 +97,14 @@ def test_errors_name_the_problem():
         enclose(math.log, Interval(-1.0, 1.0))
     with pytest.raises(ValueError, match="lo <= hi"):
         Interval(2.0, 1.0)
+
+
+def test_sums_of_generators_and_lists_are_enclosed():
+    assert_encloses(lambda x: math.sqrt(sum(c * c for c in [x, 4.0])), Interval(2.9, 3.1))
+    assert_encloses(lambda x: sum([x, 2 * x, x * x]), Interval(-1.0, 2.0))
+
+
+def test_a_primitive_without_a_rule_is_an_error_not_an_unsound_result():
+    from intervals import NoIntervalRule
+    with pytest.raises(NoIntervalRule, match="round"):
+        enclose(lambda x: round(x) + 0.0, Interval(0.2, 0.9))
