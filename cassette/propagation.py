@@ -629,10 +629,25 @@ def propagator(callee):
     """The propagating implementation of primitive ``callee`` —
     ``propagate(ctx, primitive, args, kwargs)`` — or None when the primitive
     only needs its arguments untagged."""
+    if not _numpy_known and "numpy" in sys.modules:
+        _know_numpy(sys.modules["numpy"])
     try:
         return _PROPAGATORS.get(callee)
     except TypeError:                       # an unhashable callee
         return None
+
+
+_numpy_known = False
+
+
+def _know_numpy(numpy):
+    """numpy's primitives, registered once numpy is imported (cassette does
+    not import it)."""
+    global _numpy_known
+    _numpy_known = True
+    _PROPAGATORS.update({numpy.array: _array_of, numpy.asarray: _array_of,
+                         numpy.ndarray.__getitem__: _getitem,
+                         numpy.ndarray.__setitem__: _setitem})
 
 
 def fallback(ctx, callee, primitive, args, kwargs):
@@ -658,6 +673,64 @@ def _plain(ctx, primitive, args, kwargs):
     return primitive(*_untag_all(args, tag), **{k: _primal(v, tag) for k, v in kwargs.items()})
 
 
+# -- numpy arrays: one record entry per element index; an array makes a new
+# scalar object at every read, so an element still holds what was stored
+# when it compares equal to it.
+
+def _is_array(value):
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ndarray)
+
+
+def _element_index(array, key):
+    """``key`` as a tuple of non-negative ints naming one element of
+    ``array``, or None (a slice, a mask, fewer indices than dimensions …)."""
+    indices = key if type(key) is tuple else (key,)
+    if len(indices) != array.ndim:
+        return None
+    normalized = []
+    for index, size in zip(indices, array.shape):
+        try:
+            i = operator.index(index)
+        except TypeError:
+            return None
+        normalized.append(i + size if i < 0 else i)
+    return tuple(normalized)
+
+
+def _same_element(stored, value):
+    try:
+        return bool(stored == value) or (stored != stored and value != value)
+    except Exception:
+        return False
+
+
+def _read_array_element(tag, record, array, key, value):
+    index = _element_index(array, key)
+    if index is None or type(record.items) is not dict:
+        return value
+    part = record.items.get(index)
+    if part is not None and _same_element(part[0], value):
+        return _make(tag, value, part[1])
+    return value
+
+
+def _store_array_element(ctx, array, key, primal, meta):
+    index = _element_index(array, key)
+    cache = _cache(ctx)
+    if index is None:
+        return
+    if meta is not None:
+        record = _new_record(cache, array)
+        if type(record.items) is not dict:
+            record.items = {}
+        record.items[index] = (array[index], meta)
+    else:
+        record = _record(cache, array)
+        if record is not None and type(record.items) is dict:
+            record.items.pop(index, None)
+
+
 def _getitem(ctx, primitive, args, kwargs):
     if len(args) != 2 or kwargs:
         return _plain(ctx, primitive, args, kwargs)
@@ -668,6 +741,8 @@ def _getitem(ctx, primitive, args, kwargs):
     record = _record(cache, container)
     if record is None or record.items is None:
         return out
+    if _is_array(container):
+        return _read_array_element(tag, record, container, key, out)
     if isinstance(container, (list, tuple)):
         if type(key) is slice:
             return _with_parts(cache, out, _derived_parts(record, container, out))
@@ -683,6 +758,10 @@ def _setitem(ctx, primitive, args, kwargs):
     primal, meta = _split(args[2], tag)
     cache = _cache(ctx)
     record = _record(cache, container)
+    if _is_array(container):
+        out = primitive(container, key, primal)
+        _store_array_element(ctx, container, key, primal, meta)
+        return out
     if isinstance(container, list) and type(key) is slice:
         pool = None if record is None else _sequence_parts(record, container)
         out = primitive(container, key, primal)
@@ -900,6 +979,28 @@ def _copying(ctx, primitive, args, kwargs):
     return out
 
 
+def _array_of(ctx, primitive, args, kwargs):
+    """``numpy.array(x)``/``numpy.asarray(x)`` of a flat list or tuple whose
+    elements carry metadata: the array's elements carry it."""
+    tag = ctx.tag
+    source = _primal(args[0], tag) if args else None
+    elements = None
+    if isinstance(source, (list, tuple)):
+        record = _record(_cache(ctx), source)
+        if record is not None and record.items is not None:
+            elements = [None if p is None else p[1] for p in _sequence_parts(record, source)]
+        elif any(_tag_of(v) is tag for v in source):
+            elements = [_split(v, tag)[1] for v in source]
+            source = type(source)(_primal(v, tag) for v in source)
+    out = primitive(source, *_untag_all(args[1:], tag),
+                    **{k: _primal(v, tag) for k, v in kwargs.items()})
+    if elements is not None and _is_array(out) and out.ndim == 1 and len(out) == len(elements):
+        for i, meta in enumerate(elements):
+            if meta is not None:
+                _store_array_element(ctx, out, i, out[i], meta)
+    return out
+
+
 def _dict_get(ctx, primitive, args, kwargs):
     if not 2 <= len(args) <= 3 or kwargs:
         return _plain(ctx, primitive, args, kwargs)
@@ -994,6 +1095,9 @@ def _iter(ctx, primitive, args, kwargs):
     elif kind is set or kind is frozenset:
         def read(index, value):
             return _read_item(tag, record, value, value)
+    elif _is_array(container) and container.ndim == 1:
+        def read(index, value):
+            return _read_array_element(tag, record, container, index, value)
     else:
         return iterator          # a dict iterates over its (primal) keys
     return _Iterator(iterator, read)

@@ -409,3 +409,35 @@ def test_a_method_call_on_a_tagged_value_sees_the_tagged_value():
     assert overdub(ctx, lambda l: l.count(1), items) == ("counted", True, "l")
     # Outside any run the tagged values act as their primal values.
     assert box.get() == 3 and items.count(1) == 2 and items.index(2) == 1
+
+
+def test_numpy_array_elements_carry_their_own_metadata():
+    np = pytest.importorskip("numpy")
+
+    def f(a, b):
+        built = np.array([a, 2.0, b])
+        filled = np.zeros((2, 2))
+        filled[1, 0] = b
+        filled[0, 1] = 7.0
+        return ([labelled(ctx, v) for v in built], labelled(ctx, filled[1, 0]),
+                labelled(ctx, filled[-1, -2]), labelled(ctx, filled[0, 1]), built, filled)
+
+    ctx = new_context()
+    read, corner, again, plain, built, filled = overdub(ctx, f, tag(1.0, ctx, "a"),
+                                                        tag(3.0, ctx, "b"))
+    assert read == [(1.0, "a"), (2.0, NoMetaData), (3.0, "b")]
+    assert corner == (3.0, "b") == again and plain == (7.0, NoMetaData)
+    assert built.dtype == np.float64 and built.tolist() == [1.0, 2.0, 3.0]
+    assert filled.tolist() == [[0.0, 7.0], [3.0, 0.0]]
+
+
+def test_a_whole_numpy_array_can_be_tagged():
+    np = pytest.importorskip("numpy")
+    ctx = new_context()
+    array = tag(np.arange(3.0), ctx, "whole")
+
+    def f(a):
+        return labelled(ctx, a), float(np.sum(a))
+
+    (primal, label), total = overdub(ctx, f, array)
+    assert label == "whole" and primal.tolist() == [0.0, 1.0, 2.0] and total == 3.0
