@@ -654,10 +654,7 @@ def fallback(ctx, callee, primitive, args, kwargs):
     """Run primitive ``callee`` — called as ``primitive`` — for a context
     with tagging: metadata propagates through the primitives of
     ``_PROPAGATORS``; every other one sees its arguments untagged."""
-    try:
-        propagate = _PROPAGATORS.get(callee)
-    except TypeError:                       # an unhashable callee
-        propagate = None
+    propagate = propagator(callee)
     if propagate is None:
         tag = ctx.tag
         if any(_tag_of(a) is tag for a in args):
