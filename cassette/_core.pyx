@@ -747,7 +747,7 @@ cdef class Protocol:
             else:
                 handler = _select(self.fb_fixed, self.fb_sel, ctx, args)
                 if ((handler is not None or runtime._tagging) and operation is not None
-                        and _operation_has_body(operation, args)):
+                        and not _all_builtin(args) and _operation_has_body(operation, args)):
                     out = _call_tuple(primitive, args, kwargs)
                 elif handler is not None:
                     out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
@@ -757,6 +757,27 @@ cdef class Protocol:
         if handler is not None:
             runtime.invoke(handler, ctx, out, callee, 3, args, kwargs)
         return out
+
+
+cdef extern from *:
+    """
+    /* An instance of a builtin (static) type that is not itself a class. */
+    static inline int cassette_builtin_instance(PyObject *obj) {
+        unsigned long flags = Py_TYPE(obj)->tp_flags;
+        return !(flags & (Py_TPFLAGS_HEAPTYPE | Py_TPFLAGS_TYPE_SUBCLASS));
+    }
+    """
+    bint cassette_builtin_instance(object obj)
+
+
+cdef inline bint _all_builtin(tuple args):
+    """True when every operand is an instance of a builtin (non-heap) type
+    and none is a class: no operand's class can implement the operation in
+    Python (the cheap half of ``engine.operation_has_body``)."""
+    for arg in args:
+        if not cassette_builtin_instance(arg):
+            return False
+    return True
 
 
 cdef tuple _split_selector(selector):

@@ -337,11 +337,17 @@ _install_delegates()
 
 
 def _make(tag_, value, meta):
-    tagged = object.__new__(tag_.tagged_type(type(value)))
-    object.__setattr__(tagged, _VALUE, value)
-    object.__setattr__(tagged, _TAG, tag_)
-    object.__setattr__(tagged, _META, meta)
+    made = tag_._types.get(type(value))
+    tagged = _new(made if made is not None else tag_.tagged_type(type(value)))
+    _set(tagged, _VALUE, value)
+    _set(tagged, _TAG, tag_)
+    _set(tagged, _META, meta)
     return tagged
+
+
+_new = object.__new__
+_set = object.__setattr__
+_get = object.__getattribute__
 
 
 def _tag_of(value):
@@ -404,18 +410,20 @@ def hastagging(ctx):
 
 
 _allowed_cache = {}     # (context class, primal type) -> metadatatype's answer
-_allowed_generation = None
+
+
+def _forget_allowed(generation):
+    _allowed_cache.clear()
+
+
+# A context class that changes (``metadatatype`` assigned …) bumps the
+# dispatch generation: the cached answers go.
+_dispatch.on_generation_change(_forget_allowed)
 
 
 def _allowed_metadata(context_type, primal_type):
     """``context_type.metadatatype(primal_type)``, cached until a context
-    class changes (``metadatatype`` assignments bump the dispatch
-    generation)."""
-    global _allowed_generation
-    generation = _dispatch.generation()
-    if generation != _allowed_generation:
-        _allowed_cache.clear()
-        _allowed_generation = generation
+    class changes."""
     key = (context_type, primal_type)
     try:
         return _allowed_cache[key]
@@ -466,23 +474,32 @@ def _converted_metadata(ctx, value, data):
 def tag(value, ctx, metadata=NoMetaData):
     """``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."""
     tag_ = _require_tagging(ctx, "tag")
-    if _tag_of(value) is tag_:
+    if type(value) in _type_tags and _get(value, _TAG) is tag_:
         raise TaggingError(f"tag: the value is already tagged w.r.t. this "
                            f"{type(ctx).__qualname__} context")
     return _make(tag_, value, Meta(_converted_metadata(ctx, value, metadata), NoMetaMeta))
 
 
+# The functions below are what a tool's handlers call for every operation:
+# the common case (a context with tagging) is written out inline.
+
 def istagged(x, ctx):
     """Whether ``x`` is tagged w.r.t. ``ctx``."""
     tag_ = _context_tag(ctx, "istagged")
-    return tag_ is not None and _tag_of(x) is tag_
+    return tag_ is not None and type(x) in _type_tags and _get(x, _TAG) is tag_
 
 
 def untag(x, ctx):
     """The value ``x`` wraps if it is tagged w.r.t. ``ctx``, else ``x``."""
+    if isinstance(ctx, Context):
+        tag_ = ctx.tag
+        if type(tag_) is Tag:
+            if type(x) in _type_tags and _get(x, _TAG) is tag_:
+                return _get(x, _VALUE)
+            return x
     tag_ = _require_tagging(ctx, "untag")
     if _tag_of(x) is tag_:
-        return object.__getattribute__(x, _VALUE)
+        return _get(x, _VALUE)
     return x
 
 
@@ -495,6 +512,12 @@ def _meta_of(x, ctx, who):
 
 def metadata(x, ctx):
     """The metadata ``x`` carries w.r.t. ``ctx`` (``NoMetaData`` if none)."""
+    if isinstance(ctx, Context):
+        tag_ = ctx.tag
+        if type(tag_) is Tag:
+            if type(x) in _type_tags and _get(x, _TAG) is tag_:
+                return _get(x, _META).data
+            return NoMetaData
     meta = _meta_of(x, ctx, "metadata")
     return NoMetaData if meta is None else meta.data
 

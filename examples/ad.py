@@ -27,7 +27,7 @@ import operator
 import numpy as np
 
 import cassette
-from cassette import OverdubInstead, enabletagging, istagged, metadata, tag, untag
+from cassette import NoMetaData, OverdubInstead, enabletagging, istagged, metadata, tag, untag
 
 __all__ = ["ForwardAD", "NO_TANGENT", "derivative", "differentiable", "directional_derivative",
            "tangent"]
@@ -63,10 +63,11 @@ def differentiable(callee, chain_rule):
 
     @cassette.execute.register(ForwardAD, callee)
     def propagate(ctx, f, *args):
-        if not any(istagged(a, ctx) for a in args):
+        tangents = [metadata(a, ctx) for a in args]
+        if all(t is NoMetaData for t in tangents):
             return OverdubInstead          # nothing to differentiate here
         primals = [untag(a, ctx) for a in args]
-        tangents = [tangent(a, ctx) for a in args]
+        tangents = [NO_TANGENT if t is NoMetaData else t for t in tangents]
         return tag(f(*primals), ctx, chain_rule(primals, tangents))
 
     return propagate
