@@ -29,6 +29,7 @@ cdef extern from "Python.h":
         PyObject *func_name
         PyObject *func_qualname
     PyObject *PyEval_GetGlobals()
+    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
     object PyWeakref_NewRef(object, object)
     object PyMethod_New(object, object)
     PyObject *PyMethod_GET_FUNCTION(object)
@@ -508,12 +509,28 @@ cdef extern from *:
         PyObject_HEAD
         PyObject *target;
         vectorcallfunc vectorcall;
+        PyObject *named;    /* whose __qualname__/__module__ to report */
     } CassettePrimitive;
+
+    /* Under tagging: ``target`` is the TaggedPrimitive deciding the call,
+       and this runs it (set by the Cython module). */
+    static PyObject *(*cassette_tagged_call)(PyObject *, PyObject *const *, size_t,
+                                             PyObject *) = NULL;
+    static PyTypeObject *cassette_tagged_primitive_type = NULL;
+
+    static void cassette_install_tagged_call(void *call, PyObject *type) {
+        cassette_tagged_call = (PyObject *(*)(PyObject *, PyObject *const *, size_t,
+                                              PyObject *))call;
+        cassette_tagged_primitive_type = (PyTypeObject *)type;
+    }
 
     static PyObject *cassette_primitive_call(PyObject *self, PyObject *const *args,
                                              size_t nargsf, PyObject *kwnames) {
         if (cassette_route_arguments(args, PyVectorcall_NARGS(nargsf), kwnames) < 0)
             return NULL;
+        PyObject *target = ((CassettePrimitive *)self)->target;
+        if (Py_TYPE(target) == cassette_tagged_primitive_type)
+            return cassette_tagged_call(target, args, nargsf, kwnames);
         PyObject *result = PyObject_Vectorcall(((CassettePrimitive *)self)->target,
                                                args, nargsf, kwnames);
         if (result != NULL && PyType_Check(result)
@@ -531,11 +548,12 @@ cdef extern from *:
        cassette's. */
     static void cassette_primitive_dealloc(PyObject *self) {
         Py_CLEAR(((CassettePrimitive *)self)->target);
+        Py_CLEAR(((CassettePrimitive *)self)->named);
         PyObject_Free(self);
     }
 
     static PyObject *cassette_primitive_repr(PyObject *self) {
-        return PyUnicode_FromFormat("<primitive %R>", ((CassettePrimitive *)self)->target);
+        return PyUnicode_FromFormat("<primitive %R>", ((CassettePrimitive *)self)->named);
     }
 
     /* The primitive's own __qualname__ and __module__: the interpreter's
@@ -545,7 +563,7 @@ cdef extern from *:
         if (PyUnicode_Check(name)
                 && (PyUnicode_CompareWithASCIIString(name, "__qualname__") == 0
                     || PyUnicode_CompareWithASCIIString(name, "__module__") == 0))
-            return PyObject_GetAttr(((CassettePrimitive *)self)->target, name);
+            return PyObject_GetAttr(((CassettePrimitive *)self)->named, name);
         return PyObject_GenericGetAttr(self, name);
     }
 
@@ -562,7 +580,10 @@ cdef extern from *:
         .tp_doc = "A primitive called from rewritten code: its arguments routed first.",
     };
 
-    static PyObject *cassette_primitive_new(PyObject *target) {
+    /* ``named``: what the primitive calls itself in messages (``target``
+       when it calls the primitive directly, the primitive when ``target``
+       is a tagging context's fallback for it). */
+    static PyObject *cassette_primitive_named(PyObject *target, PyObject *named) {
         if (!(CassettePrimitiveType.tp_flags & Py_TPFLAGS_READY)
                 && PyType_Ready(&CassettePrimitiveType) < 0)
             return NULL;
@@ -570,8 +591,14 @@ cdef extern from *:
         if (self == NULL) return NULL;
         Py_INCREF(target);
         self->target = target;
+        Py_INCREF(named);
+        self->named = named;
         self->vectorcall = cassette_primitive_call;
         return (PyObject *)self;
+    }
+
+    static PyObject *cassette_primitive_new(PyObject *target) {
+        return cassette_primitive_named(target, target);
     }
 
     static void cassette_install_argument_routing(PyObject *route_argument,
@@ -588,6 +615,8 @@ cdef extern from *:
     void *cassette_set_handler(void *handler)
     object cassette_handler_being_called()
     object cassette_primitive_new(object target)
+    object cassette_primitive_named(object target, object named)
+    void cassette_install_tagged_call(void *call, object type)
     int cassette_class_seen(PyTypeObject *tp)
     void cassette_class_saw(PyTypeObject *tp)
     int cassette_route_one(object arg) except -1
@@ -746,8 +775,9 @@ cdef class Protocol:
                     cassette_recursion_credit(-1)
             else:
                 handler = _select(self.fb_fixed, self.fb_sel, ctx, args)
-                if ((handler is not None or runtime._tagging) and operation is not None
-                        and not _all_builtin(args) and _operation_has_body(operation, args)):
+                if ((handler is not None or (runtime._tagging and _any_tagged(args)))
+                        and operation is not None and not _all_builtin(args)
+                        and _operation_has_body(operation, args)):
                     out = _call_tuple(primitive, args, kwargs)
                 elif handler is not None:
                     out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
@@ -768,6 +798,13 @@ cdef extern from *:
     }
     """
     bint cassette_builtin_instance(object obj)
+
+
+cdef inline bint _any_tagged(tuple args):
+    for arg in args:
+        if _is_tagged(arg):
+            return True
+    return False
 
 
 cdef inline bint _all_builtin(tuple args):
@@ -1148,7 +1185,10 @@ cdef class Runtime:
     def tagged_primitive(self, callee, primitive):
         """What calls of primitive ``callee`` (made by calling ``primitive``)
         become under tagging (see :class:`TaggedPrimitive`)."""
-        return TaggedPrimitive(self.ctx, callee, primitive)
+        # A vectorcall object calling a fast-call method: no recursion level
+        # of its own (a callable object would cost one per call on 3.11,
+        # and a C level on 3.13), named like the primitive.
+        return cassette_primitive_named(TaggedPrimitive(self.ctx, callee, primitive), callee)
 
     cdef object primitive(self, callee, f, tuple args, dict kwargs):
         """The default fallback: ``f`` called with untagged arguments (which
@@ -1265,8 +1305,8 @@ cdef object _call_tagged(object ctx, tuple propagation, object f, tuple args, di
 
 
 cdef class TaggedPrimitive:
-    """A primitive as code rewritten for a tagging context calls it: the
-    fallback under tagging (arguments routed, then :func:`_call_tagged`)."""
+    """What a primitive is under tagging: the state of the fallback
+    (:func:`_call_tagged`) that the Primitive wrapping it runs."""
 
     cdef object ctx, callee, primitive
     cdef tuple propagation
@@ -1277,26 +1317,28 @@ cdef class TaggedPrimitive:
         self.primitive = primitive
         self.propagation = _propagator_of(callee)
 
-    def __call__(self, *args, **kwargs):
-        for arg in args:
-            cassette_route_one(arg)
-        if kwargs:
-            for arg in kwargs.values():
-                cassette_route_one(arg)
-        return _call_tagged(self.ctx, self.propagation, self.primitive, args, kwargs)
-
-    # The callee's names: the interpreter's messages that name a callable
-    # (``len() argument after * must be an iterable``) name the callee.
-    @property
-    def __qualname__(self):
-        return self.callee.__qualname__
-
-    @property
-    def __module__(self):
-        return self.callee.__module__
-
     def __repr__(self):
         return f"<tagged primitive {self.callee!r}>"
+
+
+cdef object _tagged_vectorcall(object state, PyObject **args, size_t nargsf,
+                               PyObject *kwnames):
+    """A Primitive wrapping a :class:`TaggedPrimitive` called (its arguments
+    already routed): the fallback under tagging, with the call's arguments."""
+    cdef TaggedPrimitive tagged = <TaggedPrimitive>state
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
+    cdef Py_ssize_t nkw = 0 if kwnames is NULL else len(<tuple>kwnames)
+    cdef Py_ssize_t i
+    positional = tuple(<object>args[i] for i in range(nargs))
+    keywords = None
+    if nkw:
+        keywords = {}
+        for i in range(nkw):
+            keywords[(<tuple>kwnames)[i]] = <object>args[nargs + i]
+    return _call_tagged(tagged.ctx, tagged.propagation, tagged.primitive, positional, keywords)
+
+
+cassette_install_tagged_call(<void *>_tagged_vectorcall, TaggedPrimitive)
 
 
 cdef dict _PROPAGATION_OPERANDS = {

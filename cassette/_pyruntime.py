@@ -18,8 +18,8 @@ from .operations import OPERATIONS
 from .rewrite import EXHAUSTED
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
-from ._builtins import (AttributeError, BaseException, StopIteration,
-    getattr, hasattr, id, len, next, object, slice, tuple, type)
+from ._builtins import (AttributeError, BaseException, StopIteration, any,
+    getattr, hasattr, id, isinstance, len, next, object, slice, tuple, type)
 
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
@@ -358,7 +358,8 @@ class Runtime:
                 selector = plan.fallback
                 if selector is not None:
                     handler = selector.unconditional or selector.select(ctx, args)
-                if ((handler is not None or self._tagging) and operation is not None
+                if ((handler is not None or (self._tagging and _any_tagged(args)))
+                        and operation is not None
                         and engine.operation_has_body(operation, args)):
                     out = primitive(*args, **kwargs)
                 elif handler is not None:
@@ -383,6 +384,13 @@ class Runtime:
         if self.generation != _generation() or self.passes != engine.context_passes(self):
             self._reset()
         return engine.run(self, f, args, kwargs)
+
+
+def _any_tagged(args):
+    """Whether some operand is a tagged value (of any context): only then can
+    running an operation's Python body differ from the tagging fallback."""
+    tagged = dispatch.TAGGED
+    return tagged is not None and any(isinstance(type(a), type(tagged)) for a in args)
 
 
 _STRUCTURAL_SLOTS = {

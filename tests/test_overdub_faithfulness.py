@@ -47,6 +47,31 @@ def test_recursion_to_depth_900_with_a_catch_all_prehook():
     assert ctx.metadata[0] == 901 + 900 * 3
 
 
+class Labels(cassette.Context):
+    @classmethod
+    def metadatatype(cls, T):
+        return str
+
+
+def busy_depth(n, items):
+    """Recursion whose every level calls primitives and reads a global."""
+    if n == 0:
+        return len(items)
+    items.append(abs(n))
+    return busy_depth(n - 1, items) + min(1, len(items))
+
+
+def test_recursion_to_depth_900_with_a_tagging_context():
+    """The tagging fallback and the propagation slots cost the program no
+    recursion levels (the core calls primitives without a frame or a
+    recursion check of its own)."""
+    assert sys.getrecursionlimit() == 1000
+    ctx = cassette.enabletagging(Labels(), busy_depth)
+    assert cassette.overdub(ctx, busy_depth, 900, []) == busy_depth(900, []) == 1800
+    tagged = cassette.tag(900, ctx, "n")
+    assert cassette.overdub(ctx, busy_depth, tagged, []) == 1800
+
+
 def test_recursion_to_depth_900_through_methods_and_posthooks():
     class Both(cassette.Context):
         def prehook(self, f, *args, **kwargs):
