@@ -34,7 +34,7 @@ its operands in source order.
 import collections
 import sys
 
-from bytecode import Bytecode, Instr, Label, TryBegin
+from bytecode import Bytecode, CellVar, CompilerFlags, Instr, Label, TryBegin
 
 from . import diskcache
 from .operations import OPERATIONS, Intercept
@@ -484,11 +484,45 @@ def rewrite_bytecode(bytecode, kinds):
             out.extend(elements[index: index + site.span])
         deepest = max(deepest, len(tags[index]) + _peak(out, start))
         index += site.span
+    if tagging:
+        deepest = max(deepest, _adopt_variadic_arguments(bytecode, out))
     # ``out`` holds only elements taken from ``bytecode`` or made here: no
     # need for the validation of ``Bytecode.extend``.
     list.clear(bytecode)
     list.extend(bytecode, out)
     return deepest
+
+
+def _adopt_variadic_arguments(bytecode, out):
+    """For a tagging context: at the start of a function taking ``*args`` or
+    ``**kwargs``, the tuple and dict the interpreter built from the call's
+    arguments (tagged values among them) go through the ``adopt`` slot, as
+    a display the program built would.  Returns the stack depth used."""
+    flags = bytecode.flags
+    names = []
+    index = bytecode.argcount + bytecode.kwonlyargcount
+    if flags & CompilerFlags.VARARGS:
+        names.append(bytecode.argnames[index])
+        index += 1
+    if flags & CompilerFlags.VARKEYWORDS:
+        names.append(bytecode.argnames[index])
+    if not names:
+        return 0
+    for position, element in enumerate(out):
+        if type(element) is Instr and element.name == "RESUME" and element.arg == 0:
+            break
+    else:
+        return 0
+    loc = element.location
+    code = []
+    for name in names:
+        cell = name in bytecode.cellvars
+        variable = CellVar(name) if cell else name
+        code.append(Instr("LOAD_DEREF" if cell else "LOAD_FAST", variable, location=loc))
+        code += LAYER.call_constant(Slot("adopt"), 1, loc)
+        code.append(Instr("STORE_DEREF" if cell else "STORE_FAST", variable, location=loc))
+    out[position + 1:position + 1] = code
+    return _peak(code, 0)
 
 
 def _peak(instrs, start):

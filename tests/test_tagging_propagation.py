@@ -441,3 +441,25 @@ def test_a_whole_numpy_array_can_be_tagged():
 
     (primal, label), total = overdub(ctx, f, array)
     assert label == "whole" and primal.tolist() == [0.0, 1.0, 2.0] and total == 3.0
+
+
+def test_varargs_and_kwargs_hold_primal_values_with_their_metadata():
+    def gather(*args, **kwargs):
+        return (json.dumps([args, kwargs]), [labelled(ctx, v) for v in args],
+                sorted((k, labelled(ctx, v)) for k, v in kwargs.items()))
+
+    def closed_over(*args):
+        def inner():
+            return [labelled(ctx, v) for v in args]
+        return inner()
+
+    def f(a, b):
+        return gather(a, 2.0, key=b), closed_over(b, a)
+
+    ctx = new_context()
+    (text, positional, keywords), captured = overdub(ctx, f, tag(1.0, ctx, "a"),
+                                                    tag(3.0, ctx, "b"))
+    assert text == '[[1.0, 2.0], {"key": 3.0}]'
+    assert positional == [(1.0, "a"), (2.0, NoMetaData)]
+    assert keywords == [("key", (3.0, "b"))]
+    assert captured == [(3.0, "b"), (1.0, "a")]
