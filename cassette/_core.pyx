@@ -9,14 +9,15 @@ instantiated) comes from :mod:`cassette.engine` and :mod:`cassette.dispatch`
 and is cached here.
 """
 
-from cpython.object cimport PyObject, PyObject_GenericGetAttr, PyObject_TypeCheck, PyTypeObject
+from cpython.object cimport (PyObject, PyObject_GenericGetAttr, PyObject_GenericSetAttr,
+                             PyObject_TypeCheck, PyTypeObject)
 from cpython.ref cimport Py_DECREF
 
 import functools
 import types
 
 from cassette import callables, dispatch, engine, routing
-from cassette._singletons import OverdubInstead
+from cassette._singletons import NoMetaData, OverdubInstead
 from cassette.operations import OPERATIONS
 from cassette.rewrite import EXHAUSTED, operand_count
 
@@ -1654,3 +1655,103 @@ def note_class_seen(cls):
 
 
 routing.install(route, class_seen, note_class_seen)
+
+
+# -- the tagging API's common case --------------------------------------------
+#
+# ``cassette.tagging`` defines the API; when the core is in use it installs
+# these versions of its four most called functions, which decide the common
+# case (a context with tagging, a value tagged by no other context, metadata
+# already of the allowed type) without a Python frame, and hand every other
+# case — errors included — to the Python definitions.
+
+cdef object _tg_slow_tag = None     # the Python definitions (the slow paths)
+cdef object _tg_slow_untag = None
+cdef object _tg_slow_istagged = None
+cdef object _tg_slow_metadata = None
+cdef object _tg_context = None      # cassette.Context
+cdef object _tg_tag_type = None     # cassette.tagging.Tag
+cdef dict _tg_type_tags = None      # tagged type -> weak reference to its tag
+cdef dict _tg_allowed = None        # (context class, primal type) -> allowed type
+cdef object _tg_meta_type = None    # cassette.Meta
+cdef object _tg_no_data = None      # NoMetaData
+cdef object _tg_no_meta = None      # NoMetaMeta
+cdef object _object_new = object.__new__
+cdef str _META_SLOT = "_cassette_meta"
+
+
+def install_tagging_api(python_api, context, tag_type, type_tags, allowed, meta_type, no_data,
+                        no_meta):
+    """Called once by ``cassette.tagging``: the Python definitions of ``tag``,
+    ``untag``, ``istagged`` and ``metadata``, and what the fast paths read."""
+    global _tg_slow_tag, _tg_slow_untag, _tg_slow_istagged, _tg_slow_metadata
+    global _tg_context, _tg_tag_type, _tg_type_tags, _tg_allowed
+    global _tg_meta_type, _tg_no_data, _tg_no_meta
+    _tg_slow_tag, _tg_slow_untag, _tg_slow_istagged, _tg_slow_metadata = python_api
+    _tg_context, _tg_tag_type = context, tag_type
+    _tg_type_tags, _tg_allowed, _tg_meta_type = type_tags, allowed, meta_type
+    _tg_no_data, _tg_no_meta = no_data, no_meta
+
+
+cdef inline object _api_tag(object ctx):
+    """The tag of a context with tagging, or None (the slow path decides)."""
+    if isinstance(ctx, _tg_context):
+        tag_ = ctx.tag
+        if type(tag_) is _tg_tag_type:
+            return tag_
+    return None
+
+
+cdef inline bint _tagged_by(object x, object tag_):
+    return type(x) in _tg_type_tags and PyObject_GenericGetAttr(x, _TAG_SLOT) is tag_
+
+
+def untag(x, ctx):
+    """The value ``x`` wraps if it is tagged w.r.t. ``ctx``, else ``x``."""
+    tag_ = _api_tag(ctx)
+    if tag_ is None:
+        return _tg_slow_untag(x, ctx)
+    if _tagged_by(x, tag_):
+        return PyObject_GenericGetAttr(x, _VALUE_SLOT)
+    return x
+
+
+def metadata(x, ctx):
+    """The metadata ``x`` carries w.r.t. ``ctx`` (``NoMetaData`` if none)."""
+    tag_ = _api_tag(ctx)
+    if tag_ is None:
+        return _tg_slow_metadata(x, ctx)
+    if _tagged_by(x, tag_):
+        return PyObject_GenericGetAttr(PyObject_GenericGetAttr(x, _META_SLOT), "data")
+    return _tg_no_data
+
+
+def istagged(x, ctx):
+    """Whether ``x`` is tagged w.r.t. ``ctx``."""
+    tag_ = _api_tag(ctx)
+    if tag_ is None:
+        return _tg_slow_istagged(x, ctx)
+    return _tagged_by(x, tag_)
+
+
+def tag(value, ctx, metadata=NoMetaData):
+    """``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."""
+    tag_ = _api_tag(ctx)
+    primal_type = type(value)
+    if tag_ is None or primal_type in _tg_type_tags:
+        return _tg_slow_tag(value, ctx, metadata)
+    if metadata is not _tg_no_data:
+        allowed = _tg_allowed.get((type(ctx), primal_type))
+        if allowed is None or type(metadata) is not allowed:
+            return _tg_slow_tag(value, ctx, metadata)
+    made = tag_._types.get(primal_type)
+    if made is None:
+        return _tg_slow_tag(value, ctx, metadata)
+    meta = _object_new(_tg_meta_type)
+    PyObject_GenericSetAttr(meta, "data", metadata)
+    PyObject_GenericSetAttr(meta, "meta", _tg_no_meta)
+    tagged = _object_new(made)
+    PyObject_GenericSetAttr(tagged, _VALUE_SLOT, value)
+    PyObject_GenericSetAttr(tagged, _TAG_SLOT, tag_)
+    PyObject_GenericSetAttr(tagged, _META_SLOT, meta)
+    return tagged

@@ -177,8 +177,7 @@ def target(runtime, f):
     body = body_of(runtime, decision)
     if decision.plan is _EMPTY:
         if body is None:
-            if runtime.ctx.tag is not None and callable(f) and not (
-                    type(f) is types.FunctionType and f in dispatch.SEES_TAGS):
+            if runtime.ctx.tag is not None and callable(f) and not _sees_tags(f):
                 # Under tagging, primitives see primal values and metadata
                 # propagates through them (SPEC §6).
                 callee = decision.callee
@@ -197,6 +196,15 @@ def target(runtime, f):
     if decision.bound is not callables.NO_SELF:
         result = types.MethodType(result, decision.bound)
     return result
+
+
+def _sees_tags(f):
+    """Whether ``f`` is one of the functions that see every context's tags
+    (the tagging API)."""
+    try:
+        return f in dispatch.SEES_TAGS
+    except TypeError:           # unhashable
+        return False
 
 
 def name_like(wrapper, f):

@@ -590,6 +590,24 @@ def untag_arguments(ctx, args, kwargs):
     return args, kwargs
 
 
+def _accelerated():
+    """With the Cython core in use, the core's versions of ``tag``,
+    ``untag``, ``istagged`` and ``metadata``: they decide the common case
+    without a Python frame and call the definitions above for every other
+    (so behaviour and errors are those above)."""
+    from .entry import IMPLEMENTATION
+    if IMPLEMENTATION != "cython":
+        return tag, untag, istagged, metadata
+    from . import _core
+    _core.install_tagging_api((tag, untag, istagged, metadata), Context, Tag, _type_tags,
+                              _allowed_cache, Meta, NoMetaData, NoMetaMeta)
+    return _core.tag, _core.untag, _core.istagged, _core.metadata
+
+
+_python_api = (tag, untag, istagged, metadata)
+tag, untag, istagged, metadata = _accelerated()
+
 _dispatch._untag_arguments = untag_arguments
 _dispatch.TAGGED = Tagged
-_dispatch.SEES_TAGS.update((tag, untag, istagged, metadata, hasmetadata, metameta, hasmetameta))
+_dispatch.SEES_TAGS.update((tag, untag, istagged, metadata, hasmetadata, metameta, hasmetameta)
+                           + _python_api)
