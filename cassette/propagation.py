@@ -1192,6 +1192,12 @@ def _conversion(ctx, primitive, args, kwargs):
     return _make(tag, out, Meta(data, NoMetaMeta))
 
 
+def _concatenating(ctx, primitive, args, kwargs):
+    """``a + b``: for lists and tuples, a copy of both (numbers, the common
+    case, reach here only with a tagged or recorded operand)."""
+    return _copying(ctx, primitive, args, kwargs)
+
+
 # A propagator marked ``always`` runs even when no argument is tagged and
 # none has a record: what it makes may hold tagged values a generator gave.
 _copying.always = True
@@ -1210,7 +1216,7 @@ _PROPAGATORS = {
     operator.iadd: _resyncing, list.clear: _resyncing,
     list: _copying, tuple: _copying, sorted: _copying, list.copy: _copying,
     dict: _copying, set: _copying, frozenset: _copying, dict.copy: _copying,
-    set.copy: _copying, operator.add: _copying, reversed: _reversed,
+    set.copy: _copying, operator.add: _concatenating, reversed: _reversed,
     zip: _iterating, enumerate: _iterating,
     dict.get: _dict_get, dict.pop: _dict_pop, dict.setdefault: _dict_setdefault,
     dict.update: _dict_update, dict.values: _dict_values, dict.items: _dict_values,

@@ -63,11 +63,27 @@ def differentiable(callee, chain_rule):
 
     @cassette.execute.register(ForwardAD, callee)
     def propagate(ctx, f, *args):
-        tangents = [metadata(a, ctx) for a in args]
-        if all(t is NoMetaData for t in tangents):
-            return OverdubInstead          # nothing to differentiate here
-        primals = [untag(a, ctx) for a in args]
-        tangents = [NO_TANGENT if t is NoMetaData else t for t in tangents]
+        # This runs for every arithmetic operation: the one- and
+        # two-argument cases are spelled out.
+        if len(args) == 2:
+            a, b = args
+            ta, tb = metadata(a, ctx), metadata(b, ctx)
+            if ta is NoMetaData and tb is NoMetaData:
+                return OverdubInstead      # nothing to differentiate here
+            primals = (untag(a, ctx), untag(b, ctx))
+            tangents = (NO_TANGENT if ta is NoMetaData else ta,
+                        NO_TANGENT if tb is NoMetaData else tb)
+        elif len(args) == 1:
+            ta = metadata(args[0], ctx)
+            if ta is NoMetaData:
+                return OverdubInstead
+            primals, tangents = (untag(args[0], ctx),), (ta,)
+        else:
+            tangents = [metadata(a, ctx) for a in args]
+            if all(t is NoMetaData for t in tangents):
+                return OverdubInstead
+            primals = [untag(a, ctx) for a in args]
+            tangents = [NO_TANGENT if t is NoMetaData else t for t in tangents]
         return tag(f(*primals), ctx, chain_rule(primals, tangents))
 
     return propagate
