@@ -173,7 +173,7 @@ def components(x, ctx):
         return NoMetaMeta
     if record.items is not None:
         if isinstance(x, (list, tuple)):
-            parts = _sequence_parts(record, x)
+            parts = _sequence_parts(record, x, check=True)
             if any(p is not None for p in parts):
                 return [Meta() if p is None else p[1] for p in parts]
         elif isinstance(x, (dict, set, frozenset)):
@@ -209,19 +209,30 @@ def _lookup_value(container, key):
 
 # -- sequences: a list of parts parallel to the elements --------------------------
 
-def _sequence_parts(record, seq):
-    """The record's parts of ``seq``, brought in line with its elements when
-    something cassette did not see moved them: each element keeps the
-    metadata recorded for the same object (the first unclaimed one)."""
+def _sequence_parts(record, seq, check=False):
+    """The record's parts of ``seq``: one per element.  When their number
+    differs from the elements' (or ``check`` finds an element that is not
+    the one recorded), something cassette did not see moved the elements:
+    the parts are matched again by identity — each element keeps the
+    metadata recorded for the same object (the first unclaimed one).
+    Without ``check``, a read compares its own element (see
+    :func:`_read_element`)."""
     parts = record.items
     n = len(seq)
     if type(parts) is list and len(parts) == n:
+        if not check:
+            return parts
         for i in range(n):
             part = parts[i]
             if part is not None and part[0] is not _innermost(seq[i]):
                 break
         else:
             return parts
+    return _rematched(record, seq)
+
+
+def _rematched(record, seq):
+    parts = record.items
     pool = collections.defaultdict(collections.deque)
     if type(parts) is list:
         for part in parts:
@@ -265,8 +276,13 @@ def _read_element(tag, record, seq, index, value):
         i += len(parts)
     if 0 <= i < len(parts):
         part = parts[i]
-        if part is not None and part[0] is _innermost(value):
-            return _make(tag, value, part[1])
+        if part is not None:
+            primal = _innermost(value)
+            if part[0] is not primal:
+                # Moved or replaced behind cassette's back: match again.
+                part = _rematched(record, seq)[i]
+            if part is not None and part[0] is primal:
+                return _make(tag, value, part[1])
     return value
 
 
@@ -366,7 +382,7 @@ def extended(ctx, source, container):
         target = _new_record(cache, container)
         pool = list(target.items) if type(target.items) is list else []
         target.items = pool + _sequence_parts(record, source)
-        _sequence_parts(target, container)
+        _rematched(target, container)
     elif type(container) in (dict, set) and type(record.items) is dict:
         _copy_items(cache, record, container)
 
@@ -770,7 +786,7 @@ def _setitem(ctx, primitive, args, kwargs):
                     primal, (list, tuple)):
                 parts += [p for p in _sequence_parts(sources, primal) if p is not None]
             target.items = parts
-            _sequence_parts(target, container)
+            _rematched(target, container)
         return out
     out = primitive(container, key, primal)
     if isinstance(container, (list, tuple)):
@@ -928,7 +944,7 @@ def _resyncing(ctx, primitive, args, kwargs):
     if isinstance(container, list) and pool:
         target = record if record is not None else _new_record(cache, container)
         target.items = [p for p in pool if p is not None]
-        _sequence_parts(target, container)
+        _rematched(target, container)
     return out
 
 
@@ -959,7 +975,7 @@ def _copying(ctx, primitive, args, kwargs):
             target = _new_record(cache, out)
             target.items = [p for p in pool if p is not None] + (
                 list(target.items) if type(target.items) is list else [])
-            _sequence_parts(target, out)
+            _rematched(target, out)
         return out
     if record is None or record.items is None:
         return out
@@ -985,7 +1001,8 @@ def _array_of(ctx, primitive, args, kwargs):
     if isinstance(source, (list, tuple)):
         record = _record(_cache(ctx), source)
         if record is not None and record.items is not None:
-            elements = [None if p is None else p[1] for p in _sequence_parts(record, source)]
+            elements = [None if p is None else p[1]
+                        for p in _sequence_parts(record, source, check=True)]
         elif any(_tag_of(v) is tag for v in source):
             elements = [_split(v, tag)[1] for v in source]
             source = type(source)(_primal(v, tag) for v in source)

@@ -463,3 +463,23 @@ def test_varargs_and_kwargs_hold_primal_values_with_their_metadata():
     assert positional == [(1.0, "a"), (2.0, NoMetaData)]
     assert keywords == [("key", (3.0, "b"))]
     assert captured == [(3.0, "b"), (1.0, "a")]
+
+
+def test_elements_moved_by_a_builtin_keep_their_metadata():
+    """``heapq.heapify`` (C) reorders a list behind cassette's back: reads
+    find each element's metadata again by identity."""
+    import heapq
+
+    def f(a, b, c):
+        items = [a, b, c]
+        heapq.heapify(items)
+        return [labelled(ctx, v) for v in items], [labelled(ctx, items[i]) for i in (2, 0, 1)]
+
+    values = (5.0, 1.0, 3.0)
+    plain = list(values)
+    heapq.heapify(plain)
+    ctx = new_context()
+    by_value = {5.0: "a", 1.0: "b", 3.0: "c"}
+    iterated, indexed = overdub(ctx, f, *(tag(v, ctx, by_value[v]) for v in values))
+    assert iterated == [(v, by_value[v]) for v in plain]
+    assert indexed == [(plain[i], by_value[plain[i]]) for i in (2, 0, 1)]
