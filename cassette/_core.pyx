@@ -14,6 +14,7 @@ from cpython.object cimport (PyObject, PyObject_GenericGetAttr, PyObject_Generic
 from cpython.ref cimport Py_DECREF
 
 import functools
+import operator
 import types
 
 from cassette import callables, dispatch, engine, routing
@@ -813,6 +814,8 @@ cdef inline bint _all_builtin(tuple args):
     and none is a class: no operand's class can implement the operation in
     Python (the cheap half of ``engine.operation_has_body``)."""
     for arg in args:
+        while _is_tagged(arg):          # a tagged value: its primal value decides
+            arg = PyObject_GenericGetAttr(arg, _VALUE_SLOT)
         if not cassette_builtin_instance(arg):
             return False
     return True
@@ -1211,6 +1214,8 @@ cdef class Runtime:
 cdef object _TaggedBase = None
 cdef str _TAG_SLOT = "_cassette_tag"
 cdef str _VALUE_SLOT = "_cassette_value"
+cdef str _META_SLOT = "_cassette_meta"
+cdef object _object_new = object.__new__
 
 
 cdef inline object _untag_one(object value, object tag):
@@ -1266,6 +1271,82 @@ cdef tuple _propagator_of(object callee):
     return <tuple>found
 
 
+cdef object _UNDECIDED = object()
+cdef object _getitem_propagator = None
+cdef object _setitem_propagator = None
+
+
+cdef object _list_element(object ctx, dict entries, object propagate, object f, tuple args):
+    """``lst[i]`` and ``lst[i] = v`` for a list with recorded components whose
+    record is in step with it (the common case of a list built in the run),
+    decided here; ``_UNDECIDED`` for everything else (the propagation layer
+    decides)."""
+    global _getitem_propagator, _setitem_propagator
+    if _getitem_propagator is None:
+        _getitem_propagator = _dispatch_module.tagging_propagator(operator.getitem)
+        _setitem_propagator = _dispatch_module.tagging_propagator(operator.setitem)
+    cdef object container = args[0]
+    cdef Py_ssize_t i, n
+    if type(args[1]) is not int:
+        return _UNDECIDED
+    is_read = propagate is _getitem_propagator and len(args) == 2
+    if not is_read and not (propagate is _setitem_propagator and len(args) == 3):
+        return _UNDECIDED
+    record = entries.get(id(container))
+    if record is None:
+        return _UNDECIDED
+    target = record.target
+    if record.weak or target is not container:
+        return _UNDECIDED
+    parts = record.items
+    n = len(<list>container)
+    if type(parts) is not list or len(<list>parts) != n:
+        return _UNDECIDED
+    i = args[1]
+    if i < 0:
+        i += n
+    if not 0 <= i < n:
+        return _UNDECIDED           # the primitive's own IndexError, from the slow path
+    tag_ = ctx.tag
+    if is_read:
+        value = (<list>container)[i]
+        part = (<list>parts)[i]
+        if part is None:
+            return value
+        primal = value
+        while _is_tagged(primal):
+            primal = PyObject_GenericGetAttr(primal, _VALUE_SLOT)
+        if (<tuple>part)[0] is not primal:
+            return _UNDECIDED       # moved behind cassette's back: rematch
+        return _make_tagged(tag_, value, (<tuple>part)[1])
+    value = args[2]
+    if _is_tagged(value):
+        if PyObject_GenericGetAttr(value, _TAG_SLOT) is not tag_:
+            return _UNDECIDED
+        stored = PyObject_GenericGetAttr(value, _VALUE_SLOT)
+        primal = stored
+        while _is_tagged(primal):
+            primal = PyObject_GenericGetAttr(primal, _VALUE_SLOT)
+        f(container, i, stored)
+        (<list>parts)[i] = (primal, PyObject_GenericGetAttr(value, _META_SLOT))
+        return None
+    f(container, i, value)
+    (<list>parts)[i] = None
+    return None
+
+
+cdef object _make_tagged(object tag_, object value, object meta):
+    """A value tagged with ``tag_`` carrying the ``Meta`` ``meta``."""
+    made = tag_._types.get(type(value))
+    if made is None:
+        made = tag_.tagged_type(type(value))
+    tagged = _object_new(made)
+    PyObject_GenericSetAttr(tagged, _VALUE_SLOT, value)
+    PyObject_GenericSetAttr(tagged, _TAG_SLOT, tag_)
+    PyObject_GenericSetAttr(tagged, _META_SLOT, meta)
+    return tagged
+
+
 cdef object _call_tagged(object ctx, tuple propagation, object f, tuple args, dict kwargs):
     """The fallback under tagging, without a Python frame of the library
     between the program and the primitive unless metadata is involved
@@ -1282,6 +1363,10 @@ cdef object _call_tagged(object ctx, tuple propagation, object f, tuple args, di
         if propagation[1]:
             return propagate(ctx, f, args, kwargs or {})
         entries = ctx.bindingscache.entries
+        if not kwargs and len(args) >= 2 and type(args[0]) is list and entries:
+            out = _list_element(ctx, entries, propagate, f, args)
+            if out is not _UNDECIDED:
+                return out
         for arg in args:
             if _is_tagged(arg) or (entries and id(arg) in entries):
                 return propagate(ctx, f, args, kwargs or {})
@@ -1676,8 +1761,6 @@ cdef dict _tg_allowed = None        # (context class, primal type) -> allowed ty
 cdef object _tg_meta_type = None    # cassette.Meta
 cdef object _tg_no_data = None      # NoMetaData
 cdef object _tg_no_meta = None      # NoMetaMeta
-cdef object _object_new = object.__new__
-cdef str _META_SLOT = "_cassette_meta"
 
 
 def install_tagging_api(python_api, context, tag_type, type_tags, allowed, meta_type, no_data,
