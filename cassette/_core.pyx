@@ -1778,7 +1778,8 @@ def install_tagging_api(python_api, context, tag_type, type_tags, allowed, meta_
 
 cdef inline object _api_tag(object ctx):
     """The tag of a context with tagging, or None (the slow path decides)."""
-    if isinstance(ctx, _tg_context):
+    # Not isinstance: ContextMeta would make it look up __instancecheck__.
+    if PyObject_TypeCheck(ctx, <PyTypeObject*>_tg_context):
         tag_ = ctx.tag
         if type(tag_) is _tg_tag_type:
             return tag_
