@@ -41,6 +41,8 @@ cdef extern from "Python.h":
     PyObject *PyDict_GetItemWithError(object, object) except? NULL
     object PyObject_Vectorcall(object, PyObject **, size_t, PyObject *)
     object PyObject_VectorcallDict(object, PyObject **, size_t, object)
+    PyTypeObject *Py_TYPE(object)
+    PyObject *_PyType_Lookup(PyTypeObject *, object)
 
 cdef extern from *:
     """
@@ -815,7 +817,7 @@ cdef inline bint _all_builtin(tuple args):
     Python (the cheap half of ``engine.operation_has_body``)."""
     for arg in args:
         while _is_tagged(arg):          # a tagged value: its primal value decides
-            arg = PyObject_GenericGetAttr(arg, _VALUE_SLOT)
+            arg = _value_of(arg)
         if not cassette_builtin_instance(arg):
             return False
     return True
@@ -1215,7 +1217,94 @@ cdef object _TaggedBase = None
 cdef str _TAG_SLOT = "_cassette_tag"
 cdef str _VALUE_SLOT = "_cassette_value"
 cdef str _META_SLOT = "_cassette_meta"
-cdef object _object_new = object.__new__
+
+
+cdef extern from *:
+    """
+    #include "structmember.h"
+    /* The offset of an object slot (a __slots__ entry) from its member
+       descriptor, or -1 for anything else. */
+    static Py_ssize_t cassette_slot_offset(PyObject *descr) {
+        if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type != T_OBJECT_EX || (member->flags & READONLY)) return -1;
+        return member->offset;
+    }
+    /* The object in a slot (borrowed), NULL when the slot is empty. */
+    static inline PyObject *cassette_slot_get(PyObject *obj, Py_ssize_t offset) {
+        return *(PyObject **)((char *)obj + offset);
+    }
+    /* A new instance of a class whose three object slots (at the offsets
+       given) are filled: what object.__new__ and three setattrs make. */
+    static PyObject *cassette_slots_new(PyObject *type, Py_ssize_t o1, PyObject *v1,
+                                        Py_ssize_t o2, PyObject *v2,
+                                        Py_ssize_t o3, PyObject *v3) {
+        PyTypeObject *tp = (PyTypeObject *)type;
+        PyObject *obj = tp->tp_alloc(tp, 0);
+        if (obj == NULL) return NULL;
+        Py_INCREF(v1); *(PyObject **)((char *)obj + o1) = v1;
+        Py_INCREF(v2); *(PyObject **)((char *)obj + o2) = v2;
+        if (o3 >= 0) { Py_INCREF(v3); *(PyObject **)((char *)obj + o3) = v3; }
+        return obj;
+    }
+    """
+    Py_ssize_t cassette_slot_offset(object descr)
+    PyObject *cassette_slot_get(object obj, Py_ssize_t offset)
+    object cassette_slots_new(object type, Py_ssize_t o1, object v1, Py_ssize_t o2, object v2,
+                              Py_ssize_t o3, object v3)
+
+
+# Where a tagged value keeps its value, tag and Meta, and a Meta its data and
+# meta: read and written in place (a setattr or getattr looks the slot's
+# descriptor up first).  -1 until ``install_tagging_api`` (then the generic
+# attribute protocol is used).
+cdef Py_ssize_t _OFF_VALUE = -1, _OFF_TAG = -1, _OFF_META = -1
+cdef Py_ssize_t _OFF_DATA = -1, _OFF_METAMETA = -1, _OFF_TAG_TYPES = -1
+cdef Py_ssize_t _OFF_CONTEXT_TAG = -1
+cdef object _tg_context_tag_slot = None
+
+
+cdef inline object _slot(object obj, Py_ssize_t offset, str name):
+    """Slot ``name`` of ``obj`` (an instance of the class whose slot it is)."""
+    cdef PyObject *found
+    if offset >= 0:
+        found = cassette_slot_get(obj, offset)
+        if found is not NULL:
+            return <object>found
+    return PyObject_GenericGetAttr(obj, name)      # empty: the AttributeError
+
+
+cdef inline object _value_of(object tagged):
+    return _slot(tagged, _OFF_VALUE, _VALUE_SLOT)
+
+
+cdef inline object _tag_of(object tagged):
+    return _slot(tagged, _OFF_TAG, _TAG_SLOT)
+
+
+cdef inline object _meta_of(object tagged):
+    return _slot(tagged, _OFF_META, _META_SLOT)
+
+
+cdef object _new_tagged(object made, object value, object tag_, object meta):
+    """A new instance of tagged type ``made``."""
+    if _OFF_VALUE >= 0:
+        return cassette_slots_new(made, _OFF_VALUE, value, _OFF_TAG, tag_, _OFF_META, meta)
+    tagged = object.__new__(made)
+    PyObject_GenericSetAttr(tagged, _VALUE_SLOT, value)
+    PyObject_GenericSetAttr(tagged, _TAG_SLOT, tag_)
+    PyObject_GenericSetAttr(tagged, _META_SLOT, meta)
+    return tagged
+
+
+cdef object _new_meta(object data, object meta):
+    """A new ``cassette.Meta(data, meta)``."""
+    if _OFF_DATA >= 0:
+        return cassette_slots_new(_tg_meta_type, _OFF_DATA, data, _OFF_METAMETA, meta, -1, None)
+    made = object.__new__(_tg_meta_type)
+    PyObject_GenericSetAttr(made, "data", data)
+    PyObject_GenericSetAttr(made, "meta", meta)
+    return made
 
 
 cdef inline object _untag_one(object value, object tag):
@@ -1226,8 +1315,8 @@ cdef inline object _untag_one(object value, object tag):
         if _TaggedBase is None:
             return value
     if (PyObject_TypeCheck(value, <PyTypeObject *>_TaggedBase)
-            and PyObject_GenericGetAttr(value, _TAG_SLOT) is tag):
-        return PyObject_GenericGetAttr(value, _VALUE_SLOT)
+            and _tag_of(value) is tag):
+        return _value_of(value)
     return value
 
 
@@ -1315,20 +1404,20 @@ cdef object _list_element(object ctx, dict entries, object propagate, object f, 
             return value
         primal = value
         while _is_tagged(primal):
-            primal = PyObject_GenericGetAttr(primal, _VALUE_SLOT)
+            primal = _value_of(primal)
         if (<tuple>part)[0] is not primal:
             return _UNDECIDED       # moved behind cassette's back: rematch
         return _make_tagged(tag_, value, (<tuple>part)[1])
     value = args[2]
     if _is_tagged(value):
-        if PyObject_GenericGetAttr(value, _TAG_SLOT) is not tag_:
+        if _tag_of(value) is not tag_:
             return _UNDECIDED
-        stored = PyObject_GenericGetAttr(value, _VALUE_SLOT)
+        stored = _value_of(value)
         primal = stored
         while _is_tagged(primal):
-            primal = PyObject_GenericGetAttr(primal, _VALUE_SLOT)
+            primal = _value_of(primal)
         f(container, i, stored)
-        (<list>parts)[i] = (primal, PyObject_GenericGetAttr(value, _META_SLOT))
+        (<list>parts)[i] = (primal, _meta_of(value))
         return None
     f(container, i, value)
     (<list>parts)[i] = None
@@ -1337,14 +1426,10 @@ cdef object _list_element(object ctx, dict entries, object propagate, object f, 
 
 cdef object _make_tagged(object tag_, object value, object meta):
     """A value tagged with ``tag_`` carrying the ``Meta`` ``meta``."""
-    made = tag_._types.get(type(value))
-    if made is None:
-        made = tag_.tagged_type(type(value))
-    tagged = _object_new(made)
-    PyObject_GenericSetAttr(tagged, _VALUE_SLOT, value)
-    PyObject_GenericSetAttr(tagged, _TAG_SLOT, tag_)
-    PyObject_GenericSetAttr(tagged, _META_SLOT, meta)
-    return tagged
+    cdef PyObject *found = PyDict_GetItemWithError(_types_of(tag_), type(value))
+    if found is NULL:
+        return _new_tagged(tag_.tagged_type(type(value)), value, tag_, meta)
+    return _new_tagged(<object>found, value, tag_, meta)
 
 
 cdef object _call_tagged(object ctx, tuple propagation, object f, tuple args, dict kwargs):
@@ -1763,8 +1848,8 @@ cdef object _tg_no_data = None      # NoMetaData
 cdef object _tg_no_meta = None      # NoMetaMeta
 
 
-def install_tagging_api(python_api, context, tag_type, type_tags, allowed, meta_type, no_data,
-                        no_meta):
+def install_tagging_api(python_api, context, tag_type, tagged_base, type_tags, allowed, meta_type,
+                        no_data, no_meta):
     """Called once by ``cassette.tagging``: the Python definitions of ``tag``,
     ``untag``, ``istagged`` and ``metadata``, and what the fast paths read."""
     global _tg_slow_tag, _tg_slow_untag, _tg_slow_istagged, _tg_slow_metadata
@@ -1774,20 +1859,45 @@ def install_tagging_api(python_api, context, tag_type, type_tags, allowed, meta_
     _tg_context, _tg_tag_type = context, tag_type
     _tg_type_tags, _tg_allowed, _tg_meta_type = type_tags, allowed, meta_type
     _tg_no_data, _tg_no_meta = no_data, no_meta
+    global _OFF_VALUE, _OFF_TAG, _OFF_META, _OFF_DATA, _OFF_METAMETA, _OFF_TAG_TYPES
+    offsets = [cassette_slot_offset(vars(tagged_base)[name])
+               for name in (_VALUE_SLOT, _TAG_SLOT, _META_SLOT)]
+    offsets += [cassette_slot_offset(vars(meta_type)[name]) for name in ("data", "meta")]
+    offsets.append(cassette_slot_offset(vars(tag_type)["_types"]))
+    if all(offset >= 0 for offset in offsets):
+        _OFF_VALUE, _OFF_TAG, _OFF_META, _OFF_DATA, _OFF_METAMETA, _OFF_TAG_TYPES = offsets
+    global _TaggedBase, _tg_context_tag_slot, _OFF_CONTEXT_TAG
+    _TaggedBase = tagged_base
+    _tg_context_tag_slot = vars(context)["tag"]
+    _OFF_CONTEXT_TAG = cassette_slot_offset(_tg_context_tag_slot)
 
 
 cdef inline object _api_tag(object ctx):
     """The tag of a context with tagging, or None (the slow path decides)."""
+    cdef PyObject *found
     # Not isinstance: ContextMeta would make it look up __instancecheck__.
     if PyObject_TypeCheck(ctx, <PyTypeObject*>_tg_context):
-        tag_ = ctx.tag
+        # Context.tag is a slot: read in place unless a subclass redefines it.
+        if (_OFF_CONTEXT_TAG >= 0
+                and _PyType_Lookup(Py_TYPE(ctx), "tag") is <PyObject *>_tg_context_tag_slot):
+            found = cassette_slot_get(ctx, _OFF_CONTEXT_TAG)
+            if found is NULL:
+                return None
+            tag_ = <object>found
+        else:
+            tag_ = ctx.tag
         if type(tag_) is _tg_tag_type:
             return tag_
     return None
 
 
+cdef inline object _types_of(object tag_):
+    """The dict of tagged types of a ``Tag`` (exactly a Tag)."""
+    return _slot(tag_, _OFF_TAG_TYPES, "_types")
+
+
 cdef inline bint _tagged_by(object x, object tag_):
-    return type(x) in _tg_type_tags and PyObject_GenericGetAttr(x, _TAG_SLOT) is tag_
+    return PyObject_TypeCheck(x, <PyTypeObject *>_TaggedBase) and _tag_of(x) is tag_
 
 
 def untag(x, ctx):
@@ -1796,7 +1906,7 @@ def untag(x, ctx):
     if tag_ is None:
         return _tg_slow_untag(x, ctx)
     if _tagged_by(x, tag_):
-        return PyObject_GenericGetAttr(x, _VALUE_SLOT)
+        return _value_of(x)
     return x
 
 
@@ -1806,7 +1916,10 @@ def metadata(x, ctx):
     if tag_ is None:
         return _tg_slow_metadata(x, ctx)
     if _tagged_by(x, tag_):
-        return PyObject_GenericGetAttr(PyObject_GenericGetAttr(x, _META_SLOT), "data")
+        meta = _meta_of(x)
+        if type(meta) is _tg_meta_type:
+            return _slot(meta, _OFF_DATA, "data")
+        return PyObject_GenericGetAttr(meta, "data")
     return _tg_no_data
 
 
@@ -1818,24 +1931,37 @@ def istagged(x, ctx):
     return _tagged_by(x, tag_)
 
 
+# The last answer found in the allowed-metadata cache: a tool tags values of
+# one primal type for one context class, again and again.
+cdef object _last_context_type = None, _last_primal_type = None, _last_allowed = None
+cdef Py_ssize_t _last_allowed_generation = -2
+
+
+cdef inline object _allowed_metadata(object context_type, object primal_type):
+    """The cached ``metadatatype`` answer for these types, or None."""
+    global _last_context_type, _last_primal_type, _last_allowed, _last_allowed_generation
+    if (context_type is _last_context_type and primal_type is _last_primal_type
+            and _last_allowed_generation == _generation):
+        return _last_allowed
+    allowed = _tg_allowed.get((context_type, primal_type))
+    if allowed is not None:
+        _last_context_type, _last_primal_type, _last_allowed = context_type, primal_type, allowed
+        _last_allowed_generation = _generation
+    return allowed
+
+
 def tag(value, ctx, metadata=NoMetaData):
     """``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."""
+    cdef PyObject *found
     tag_ = _api_tag(ctx)
     primal_type = type(value)
     if tag_ is None or primal_type in _tg_type_tags:
         return _tg_slow_tag(value, ctx, metadata)
     if metadata is not _tg_no_data:
-        allowed = _tg_allowed.get((type(ctx), primal_type))
+        allowed = _allowed_metadata(type(ctx), primal_type)
         if allowed is None or type(metadata) is not allowed:
             return _tg_slow_tag(value, ctx, metadata)
-    made = tag_._types.get(primal_type)
-    if made is None:
+    found = PyDict_GetItemWithError(_types_of(tag_), primal_type)
+    if found is NULL:
         return _tg_slow_tag(value, ctx, metadata)
-    meta = _object_new(_tg_meta_type)
-    PyObject_GenericSetAttr(meta, "data", metadata)
-    PyObject_GenericSetAttr(meta, "meta", _tg_no_meta)
-    tagged = _object_new(made)
-    PyObject_GenericSetAttr(tagged, _VALUE_SLOT, value)
-    PyObject_GenericSetAttr(tagged, _TAG_SLOT, tag_)
-    PyObject_GenericSetAttr(tagged, _META_SLOT, meta)
-    return tagged
+    return _new_tagged(<object>found, value, tag_, _new_meta(metadata, _tg_no_meta))

@@ -69,12 +69,25 @@ def intercepted_kinds(ctx_types, tagging=False):
     ``tagging``: some context of the chain has tagging enabled, so the
     propagation sites (displays, unpacking, ``is``, globals …) are rewritten
     too."""
-    rows = Intercept.CALLS
-    for ctx_type in ctx_types:
-        rows |= intercepted_rows(ctx_type)
-    if tagging:
-        return kinds_for(rows | _TAGGING_ROWS) | TAGGING_KINDS
-    return kinds_for(rows)
+    key = (ctx_types, tagging)
+    try:
+        kinds = _kinds_by_chain.get(key)
+    except TypeError:           # an unhashable metaclass: no caching
+        key = kinds = None
+    if kinds is None:
+        rows = Intercept.CALLS
+        for ctx_type in ctx_types:
+            rows |= intercepted_rows(ctx_type)
+        kinds = kinds_for(rows | _TAGGING_ROWS) | TAGGING_KINDS if tagging else kinds_for(rows)
+        if key is not None and len(_kinds_by_chain) < 1024:
+            _kinds_by_chain[key] = kinds
+    return kinds
+
+
+#: (chain of context classes, tagging) -> kinds; every runtime asks, and the
+#: answer changes only with the dispatch generation.
+_kinds_by_chain = {}
+dispatch.on_generation_change(lambda generation: _kinds_by_chain.clear())
 
 
 def chain_has_tagging(runtime):

@@ -97,9 +97,13 @@ class Tag:
         made = self._types.get(primal_type)
         if made is None:
             generic = Tagged[primal_type]
-            made = type(generic)(
-                f"{generic.__name__}@{self.number}", (generic,),
-                {"__slots__": (), "__module__": __name__})
+            name = f"{generic.__name__}@{self.number}"
+            spares = _spare_types.get(primal_type)
+            if spares:
+                made = spares.pop()
+                made.__name__ = made.__qualname__ = name
+            else:
+                made = type(generic)(name, (generic,), {"__slots__": (), "__module__": __name__})
             if not self._types:
                 weakref.finalize(self, _forget_types, self._types)
             self._types[primal_type] = made
@@ -124,9 +128,23 @@ class Tag:
 _type_tags = {}
 
 
+#: Builtin primal type -> tagged types whose tag died, for the next tags to
+#: reuse: making a class costs more than a short run of a tagged program.
+#: No value of a dead tag's types is left (each holds its tag).  Classes of
+#: the program are not kept (the spares would keep them alive).
+_spare_types = {}
+_SPARES_KEPT = 4
+_HEAPTYPE = 1 << 9              # Py_TPFLAGS_HEAPTYPE
+
+
 def _forget_types(types_of_tag):
-    for made in types_of_tag.values():
+    for primal_type, made in types_of_tag.items():
         _type_tags.pop(made, None)
+        if not primal_type.__flags__ & _HEAPTYPE:
+            spares = _spare_types.setdefault(primal_type, [])
+            if len(spares) < _SPARES_KEPT:
+                spares.append(made)
+
 
 
 class BindingsCache:
@@ -599,7 +617,7 @@ def _accelerated():
     if IMPLEMENTATION != "cython":
         return tag, untag, istagged, metadata
     from . import _core
-    _core.install_tagging_api((tag, untag, istagged, metadata), Context, Tag, _type_tags,
+    _core.install_tagging_api((tag, untag, istagged, metadata), Context, Tag, Tagged, _type_tags,
                               _allowed_cache, Meta, NoMetaData, NoMetaMeta)
     return _core.tag, _core.untag, _core.istagged, _core.metadata
 

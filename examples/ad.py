@@ -29,8 +29,8 @@ import numpy as np
 import cassette
 from cassette import NoMetaData, OverdubInstead, enabletagging, istagged, metadata, tag, untag
 
-__all__ = ["ForwardAD", "NO_TANGENT", "derivative", "differentiable", "directional_derivative",
-           "tangent"]
+__all__ = ["ForwardAD", "NO_TANGENT", "binary", "derivative", "differentiable",
+           "directional_derivative", "linear", "tangent", "unary"]
 
 
 class ForwardAD(cassette.Context):
@@ -63,64 +63,104 @@ def differentiable(callee, chain_rule):
 
     @cassette.execute.register(ForwardAD, callee)
     def propagate(ctx, f, *args):
-        # This runs for every arithmetic operation: the one- and
-        # two-argument cases are spelled out.
-        if len(args) == 2:
-            a, b = args
-            ta, tb = metadata(a, ctx), metadata(b, ctx)
-            if ta is NoMetaData and tb is NoMetaData:
-                return OverdubInstead      # nothing to differentiate here
-            primals = (untag(a, ctx), untag(b, ctx))
-            tangents = (NO_TANGENT if ta is NoMetaData else ta,
-                        NO_TANGENT if tb is NoMetaData else tb)
-        elif len(args) == 1:
-            ta = metadata(args[0], ctx)
-            if ta is NoMetaData:
-                return OverdubInstead
-            primals, tangents = (untag(args[0], ctx),), (ta,)
-        else:
-            tangents = [metadata(a, ctx) for a in args]
-            if all(t is NoMetaData for t in tangents):
-                return OverdubInstead
-            primals = [untag(a, ctx) for a in args]
-            tangents = [NO_TANGENT if t is NoMetaData else t for t in tangents]
+        tangents = [metadata(a, ctx) for a in args]
+        if all(t is NoMetaData for t in tangents):
+            return OverdubInstead          # nothing to differentiate here
+        primals = [untag(a, ctx) for a in args]
+        tangents = [NO_TANGENT if t is NoMetaData else t for t in tangents]
         return tag(f(*primals), ctx, chain_rule(primals, tangents))
 
     return propagate
 
 
-def _pow_rule(p, t):
-    base, exponent = p
-    rule = t[0] * exponent * base ** (exponent - 1)
-    if t[1] is not NO_TANGENT:         # a varying exponent (needs base > 0)
-        rule = rule + t[1] * base ** exponent * math.log(base)
+#: A missing argument of a one- or two-number operation (called wrongly:
+#: the primitive raises its own error).
+_ABSENT = object()
+
+
+def binary(callee, rule):
+    """Register ``callee`` — an operation of two numbers — as
+    differentiable: ``rule(x, y, dx, dy)`` is the tangent of ``callee(x,
+    y)``, a missing tangent being ``NO_TANGENT``."""
+
+    @cassette.execute.register(ForwardAD, callee)
+    def propagate(ctx, f, a=_ABSENT, b=_ABSENT, *rest):
+        # This runs for every arithmetic operation of the program: it is
+        # written for speed (no tuples, no loops).
+        da = metadata(a, ctx)
+        db = metadata(b, ctx)
+        if da is NoMetaData:
+            if db is NoMetaData:
+                return OverdubInstead      # nothing to differentiate here
+            da = NO_TANGENT
+        elif db is NoMetaData:
+            db = NO_TANGENT
+        if rest or b is _ABSENT:
+            return OverdubInstead
+        x = untag(a, ctx)
+        y = untag(b, ctx)
+        return tag(f(x, y), ctx, rule(x, y, da, db))
+
+    return propagate
+
+
+def _power_rule(x, y, dx, dy):
+    tangent_ = dx * y * x ** (y - 1)
+    if dy is not NO_TANGENT:            # a varying exponent (needs x > 0)
+        tangent_ = tangent_ + dy * x ** y * math.log(x)
+    return tangent_
+
+
+for _callees, _rule in [
+        ((operator.add, operator.iadd), lambda x, y, dx, dy: dx + dy),
+        ((operator.sub, operator.isub), lambda x, y, dx, dy: dx - dy),
+        ((operator.mul, operator.imul), lambda x, y, dx, dy: dx * y + x * dy),
+        ((operator.truediv, operator.itruediv),
+         lambda x, y, dx, dy: (dx * y - x * dy) / (y * y)),
+        ((operator.pow, operator.ipow), _power_rule)]:
+    for _callee in _callees:
+        binary(_callee, _rule)
+
+
+def unary(callee, rule):
+    """Register ``callee`` — a function of one number — as differentiable:
+    ``rule(x, dx)`` is the tangent of ``callee(x)``."""
+
+    @cassette.execute.register(ForwardAD, callee)
+    def propagate(ctx, f, a=_ABSENT, *rest):
+        da = metadata(a, ctx)
+        if da is NoMetaData or rest:
+            return OverdubInstead
+        x = untag(a, ctx)
+        return tag(f(x), ctx, rule(x, da))
+
+    return propagate
+
+
+for _callee, _rule in [
+        (operator.neg, lambda x, dx: -dx),
+        (operator.pos, lambda x, dx: dx),
+        (abs, lambda x, dx: dx if x >= 0 else -dx),
+        (float, lambda x, dx: dx),
+        (math.sin, lambda x, dx: math.cos(x) * dx),
+        (math.cos, lambda x, dx: -math.sin(x) * dx),
+        (math.tan, lambda x, dx: dx / (math.cos(x) * math.cos(x))),
+        (math.exp, lambda x, dx: math.exp(x) * dx),
+        (math.sqrt, lambda x, dx: dx / (2 * math.sqrt(x))),
+        (math.atan, lambda x, dx: dx / (1 + x * x)),
+        (math.tanh, lambda x, dx: (1 - math.tanh(x) ** 2) * dx)]:
+    unary(_callee, _rule)
+
+
+def _log_rule(p, t):
+    """``log(x)`` and ``log(x, base)``."""
+    if len(p) == 1:
+        return t[0] / p[0]
+    x, base = p
+    rule = t[0] / (x * math.log(base))
+    if t[1] is not NO_TANGENT:
+        rule = rule - t[1] * math.log(x) / (base * math.log(base) ** 2)
     return rule
-
-
-_RULES = {
-    operator.add: lambda p, t: t[0] + t[1],
-    operator.iadd: lambda p, t: t[0] + t[1],
-    operator.sub: lambda p, t: t[0] - t[1],
-    operator.isub: lambda p, t: t[0] - t[1],
-    operator.mul: lambda p, t: t[0] * p[1] + p[0] * t[1],
-    operator.imul: lambda p, t: t[0] * p[1] + p[0] * t[1],
-    operator.truediv: lambda p, t: (t[0] * p[1] - p[0] * t[1]) / (p[1] * p[1]),
-    operator.itruediv: lambda p, t: (t[0] * p[1] - p[0] * t[1]) / (p[1] * p[1]),
-    operator.pow: _pow_rule,
-    operator.ipow: _pow_rule,
-    operator.neg: lambda p, t: -t[0],
-    operator.pos: lambda p, t: t[0],
-    abs: lambda p, t: t[0] if p[0] >= 0 else -t[0],
-    float: lambda p, t: t[0],
-    math.sin: lambda p, t: math.cos(p[0]) * t[0],
-    math.cos: lambda p, t: -math.sin(p[0]) * t[0],
-    math.tan: lambda p, t: t[0] / (math.cos(p[0]) * math.cos(p[0])),
-    math.exp: lambda p, t: math.exp(p[0]) * t[0],
-    math.log: lambda p, t: t[0] / p[0],
-    math.sqrt: lambda p, t: t[0] / (2 * math.sqrt(p[0])),
-    math.atan: lambda p, t: t[0] / (1 + p[0] * p[0]),
-    math.tanh: lambda p, t: (1 - math.tanh(p[0]) ** 2) * t[0],
-}
 
 
 def _add(a, b):
@@ -146,7 +186,8 @@ def _linear(f):
     return rule
 
 
-_RULES.update({
+_RULES = {
+    math.log: _log_rule,
     operator.matmul: _matmul_rule,
     np.exp: lambda p, t: np.exp(p[0]) * t[0],
     np.log: lambda p, t: t[0] / p[0],
@@ -159,7 +200,7 @@ _RULES.update({
     np.multiply: lambda p, t: t[0] * p[1] + p[0] * t[1],
     np.dot: _matmul_rule,
     operator.getitem: _linear(operator.getitem),
-})
+}
 for _callee, _rule in _RULES.items():
     differentiable(_callee, _rule)
 

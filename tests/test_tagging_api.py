@@ -190,6 +190,30 @@ def test_tagged_types_say_which_primal_type_they_wrap():
         Tagged["int"]
 
 
+def test_a_new_tag_may_reuse_the_types_of_a_dead_one_and_they_answer_for_it():
+    import gc
+    import weakref
+    from cassette import tagging
+    gc.collect()
+    tagging._spare_types.clear()         # white box: only the dead tag's types are spare
+    dead = numbers()
+    old_type = type(tag(1.5, dead))
+    dead_tag = weakref.ref(dead.tag)
+    del dead
+    gc.collect()
+    assert dead_tag() is None
+    fresh, other = numbers(), numbers()
+    x, y = tag(2.5, fresh, 1.0), tag(2.5, other, 2.0)
+    assert type(x) is not type(y)
+    for ctx, value, data in ((fresh, x, 1.0), (other, y, 2.0)):
+        T = type(value)
+        assert untagtype(T, ctx) is float and istaggedtype(T, ctx)
+        assert T.__name__.endswith(f"@{ctx.tag.number}")
+        assert istagged(value, ctx) and metadata(value, ctx) == data
+    assert not istagged(x, other) and untagtype(type(x), other) is type(x)
+    assert type(x) is old_type                     # the spare type was reused
+
+
 def test_nested_tagged_types_untag_one_level():
     outer, inner = numbers(), numbers()
     y = tag(tag(2.0, outer), inner)
