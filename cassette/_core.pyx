@@ -1065,7 +1065,7 @@ cdef class Runtime:
         cdef OperationSite site = self._next_site
         if site is None:
             site = self._next_site = OperationSite(self, "next")
-        if site.refresh():
+        if site.refresh() or (site.untagged_direct and site._plain_operands(iterator, None)):
             return next(iterator, _EXHAUSTED)
         try:
             return site.call1(iterator)
@@ -1702,6 +1702,7 @@ cdef class OperationSite:
     cdef bint negate
     cdef Protocol protocol
     cdef Py_ssize_t generation
+    cdef bint untagged_direct
 
     def __init__(self, Runtime runtime, kind):
         name, arrangement, negate = _ARRANGED.get(kind, (kind, 0, False))
@@ -1722,8 +1723,22 @@ cdef class OperationSite:
             # its fallback propagates metadata.
             self.protocol = (None if plan is EMPTY and not self.runtime._tagging
                              else Protocol(plan))
+            # ... but with no handler, no enclosing runtime and no operand
+            # tagged or recorded there is nothing to propagate: it runs as
+            # it would for a context without tagging.
+            self.untagged_direct = (plan is EMPTY and self.runtime._tagging
+                                    and self.runtime.parent is None
+                                    and not _propagator_of(self.callee)[1])
             self.generation = _generation
         return self.protocol is None
+
+    cdef inline bint _plain_operands(self, object a, object b):
+        """Whether ``a`` and ``b`` (None: absent) carry no metadata: neither
+        is tagged nor has a record in the bindings cache."""
+        if _is_tagged(a) or (b is not None and _is_tagged(b)):
+            return False
+        cdef dict entries = self.runtime.ctx.bindingscache.entries
+        return not entries or (id(a) not in entries and (b is None or id(b) not in entries))
 
     cdef object _operate(self, tuple args):
         cdef object out
@@ -1740,14 +1755,18 @@ cdef class OperationSite:
         return out
 
     def call1(self, a):
-        if self.generation == _generation and self.protocol is None and self.runtime.parent is None:
+        if self.generation == _generation and (
+                (self.protocol is None and self.runtime.parent is None)
+                or (self.untagged_direct and self._plain_operands(a, None))):
             return self.implementation(a)
         return self._operate((a,))
 
     def call2(self, a, b):
         if self.arrangement == 1:
             a, b = b, a
-        if self.generation == _generation and self.protocol is None and self.runtime.parent is None:
+        if self.generation == _generation and (
+                (self.protocol is None and self.runtime.parent is None)
+                or (self.untagged_direct and self._plain_operands(a, b))):
             out = self.implementation(a, b)
             return (not out) if self.negate else out
         return self._operate((a, b))

@@ -126,12 +126,14 @@ def _new_record(cache, obj):
         target = record.target() if record.weak else record.target
         if target is obj:
             return record
-    try:
-        ref = weakref.ref(obj, _forgetter(entries, key))
-    except TypeError:
+    record = None
+    if type(obj).__weakrefoffset__:     # lists, tuples, dicts … have none: no exception
+        try:
+            record = _Record(weakref.ref(obj, _forgetter(entries, key)), True)
+        except TypeError:
+            pass
+    if record is None:
         record = _Record(obj, False)
-    else:
-        record = _Record(ref, True)
     entries[key] = record
     if len(entries) > cache.sweep_at:
         _sweep(cache)

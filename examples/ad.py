@@ -178,14 +178,6 @@ def _matmul_rule(p, t):
     return _add(left, right)
 
 
-def _linear(f):
-    """The rule of a function linear in its first argument (``sum``,
-    ``mean``, ``transpose`` …): the function applied to the tangent."""
-    def rule(p, t, **keywords):
-        return NO_TANGENT if t[0] is NO_TANGENT else f(t[0], *p[1:], **keywords)
-    return rule
-
-
 _RULES = {
     math.log: _log_rule,
     operator.matmul: _matmul_rule,
@@ -199,7 +191,6 @@ _RULES = {
     np.add: lambda p, t: _add(t[0], t[1]),
     np.multiply: lambda p, t: t[0] * p[1] + p[0] * t[1],
     np.dot: _matmul_rule,
-    operator.getitem: _linear(operator.getitem),
 }
 for _callee, _rule in _RULES.items():
     differentiable(_callee, _rule)
@@ -227,6 +218,18 @@ for _callee in (np.sum, np.mean, np.transpose, np.ravel, np.reshape, np.ndarray.
                 np.ndarray.mean, np.ndarray.reshape, np.ndarray.ravel):
     linear(_callee)
 linear(np.ndarray.transpose, np.transpose)
+
+
+@cassette.execute.register(ForwardAD, operator.getitem)
+def _item(ctx, f, container=_ABSENT, key=_ABSENT, *rest):
+    """``a[key]`` of a tagged array is linear: its tangent is the tangent's
+    ``[key]``.  (Every subscript of the program comes here: the common case,
+    a container without metadata, is decided first.)"""
+    t = metadata(container, ctx)
+    if t is NoMetaData or key is _ABSENT or rest:
+        return OverdubInstead
+    key = untag(key, ctx)
+    return tag(f(untag(container, ctx), key), ctx, NO_TANGENT if t is NO_TANGENT else t[key])
 
 
 @cassette.execute.register(ForwardAD, getattr)
