@@ -816,9 +816,8 @@ cdef inline bint _all_builtin(tuple args):
     and none is a class: no operand's class can implement the operation in
     Python (the cheap half of ``engine.operation_has_body``)."""
     for arg in args:
-        while _is_tagged(arg):          # a tagged value: its primal value decides
-            arg = _value_of(arg)
-        if not cassette_builtin_instance(arg):
+        # A tagged value: its primal value decides.
+        if not cassette_builtin_instance(_innermost(arg)):
             return False
     return True
 
@@ -1286,6 +1285,13 @@ cdef inline object _meta_of(object tagged):
     return _slot(tagged, _OFF_META, _META_SLOT)
 
 
+cdef inline object _innermost(object value):
+    """``value`` with every tag, of any context, taken off."""
+    while _is_tagged(value):
+        value = _value_of(value)
+    return value
+
+
 cdef object _new_tagged(object made, object value, object tag_, object meta):
     """A new instance of tagged type ``made``."""
     if _OFF_VALUE >= 0:
@@ -1402,10 +1408,7 @@ cdef object _list_element(object ctx, dict entries, object propagate, object f, 
         part = (<list>parts)[i]
         if part is None:
             return value
-        primal = value
-        while _is_tagged(primal):
-            primal = _value_of(primal)
-        if (<tuple>part)[0] is not primal:
+        if (<tuple>part)[0] is not _innermost(value):
             return _UNDECIDED       # moved behind cassette's back: rematch
         return _make_tagged(tag_, value, (<tuple>part)[1])
     value = args[2]
@@ -1413,11 +1416,8 @@ cdef object _list_element(object ctx, dict entries, object propagate, object f, 
         if _tag_of(value) is not tag_:
             return _UNDECIDED
         stored = _value_of(value)
-        primal = stored
-        while _is_tagged(primal):
-            primal = _value_of(primal)
         f(container, i, stored)
-        (<list>parts)[i] = (primal, _meta_of(value))
+        (<list>parts)[i] = (_innermost(stored), _meta_of(value))
         return None
     f(container, i, value)
     (<list>parts)[i] = None

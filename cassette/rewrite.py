@@ -131,15 +131,8 @@ def row_of(kind):
 
 def kinds_for(rows):
     """The site kinds to rewrite for an :class:`Intercept` value."""
-    kinds = _kinds_by_rows.get(rows)
-    if kinds is None:
-        all_kinds = set(_STRUCTURAL_ROWS) | set(OPERATIONS) - {"next"}
-        kinds = frozenset(k for k in all_kinds if row_of(k) & (rows | Intercept.CALLS))
-        _kinds_by_rows[rows] = kinds
-    return kinds
-
-
-_kinds_by_rows = {}     # every run asks, with one of a few dozen values
+    all_kinds = set(_STRUCTURAL_ROWS) | set(OPERATIONS) - {"next"}
+    return frozenset(k for k in all_kinds if row_of(k) & (rows | Intercept.CALLS))
 
 
 # -- stack simulation --------------------------------------------------------

@@ -146,7 +146,6 @@ def _forget_types(types_of_tag):
                 spares.append(made)
 
 
-
 class BindingsCache:
     """The metadata one tagging context keeps for the components of
     containers, objects and module namespaces its runs stored tagged values
