@@ -11,7 +11,8 @@ and is cached here.
 
 from cpython.object cimport (PyObject, PyObject_GenericGetAttr, PyObject_GenericSetAttr,
                              PyObject_TypeCheck, PyTypeObject)
-from cpython.ref cimport Py_DECREF
+from cpython.ref cimport Py_DECREF, Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 import functools
 import operator
@@ -43,6 +44,10 @@ cdef extern from "Python.h":
     object PyObject_VectorcallDict(object, PyObject **, size_t, object)
     PyTypeObject *Py_TYPE(object)
     PyObject *_PyType_Lookup(PyTypeObject *, object)
+    # Declared without an exception value: the callers check and clear.
+    Py_ssize_t PyLong_AsSsize_t(object)
+    PyObject *PyErr_Occurred()
+    void PyErr_Clear()
 
 cdef extern from *:
     """
@@ -696,12 +701,28 @@ cdef dict _ARRANGED = {
 }
 
 
-cdef inline object _select(object fixed, object selector, object ctx, tuple args):
+cdef object _select(object fixed, object selector, dict by_types, object ctx, tuple args):
+    """The handler of one hook kind for ``args``: the one that always wins,
+    else the selector's answer — read from its cache by argument types when
+    it has one (``Selector.by_types``), which spares calling ``select``."""
+    cdef PyObject *hit
+    cdef Py_ssize_t n, i
     if fixed is not None:
         return fixed
-    if selector is not None:
-        return selector.select(ctx, args)
-    return None
+    if selector is None:
+        return None
+    if by_types is not None:
+        n = len(args)
+        if n == 1:
+            key = (type(args[0]),)
+        elif n == 2:
+            key = (type(args[0]), type(args[1]))
+        else:
+            key = tuple([type(args[i]) for i in range(n)])
+        hit = PyDict_GetItemWithError(by_types, key)
+        if hit is not NULL:
+            return <object>hit
+    return selector.select(ctx, args)
 
 
 cdef object _call_prefixed(object f, object a, object b, object c, int nprefix,
@@ -747,12 +768,13 @@ cdef class Protocol:
 
     cdef object pre_fixed, pre_sel, exe_fixed, exe_sel
     cdef object post_fixed, post_sel, fb_fixed, fb_sel
+    cdef dict pre_types, exe_types, post_types, fb_types
 
     def __init__(self, plan):
-        self.pre_fixed, self.pre_sel = _split_selector(plan.prehook)
-        self.exe_fixed, self.exe_sel = _split_selector(plan.execute)
-        self.post_fixed, self.post_sel = _split_selector(plan.posthook)
-        self.fb_fixed, self.fb_sel = _split_selector(plan.fallback)
+        self.pre_fixed, self.pre_sel, self.pre_types = _split_selector(plan.prehook)
+        self.exe_fixed, self.exe_sel, self.exe_types = _split_selector(plan.execute)
+        self.post_fixed, self.post_sel, self.post_types = _split_selector(plan.posthook)
+        self.fb_fixed, self.fb_sel, self.fb_types = _split_selector(plan.fallback)
 
     cdef object run(self, Runtime runtime, object callee, object body,
                     object primitive, tuple args, dict kwargs, object operation=None):
@@ -764,10 +786,10 @@ cdef class Protocol:
         cdef object ctx = runtime.ctx
         cdef object handler
         cdef object out = _OverdubInstead
-        handler = _select(self.pre_fixed, self.pre_sel, ctx, args)
+        handler = _select(self.pre_fixed, self.pre_sel, self.pre_types, ctx, args)
         if handler is not None:
             runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
-        handler = _select(self.exe_fixed, self.exe_sel, ctx, args)
+        handler = _select(self.exe_fixed, self.exe_sel, self.exe_types, ctx, args)
         if handler is not None:
             out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
         if out is _OverdubInstead:
@@ -778,7 +800,7 @@ cdef class Protocol:
                 finally:
                     cassette_recursion_credit(-1)
             else:
-                handler = _select(self.fb_fixed, self.fb_sel, ctx, args)
+                handler = _select(self.fb_fixed, self.fb_sel, self.fb_types, ctx, args)
                 if ((handler is not None or (runtime._tagging and _any_tagged(args)))
                         and operation is not None and not _all_builtin(args)
                         and _operation_has_body(operation, args)):
@@ -787,7 +809,7 @@ cdef class Protocol:
                     out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
                 else:
                     out = runtime.primitive(callee, primitive, args, kwargs)
-        handler = _select(self.post_fixed, self.post_sel, ctx, args)
+        handler = _select(self.post_fixed, self.post_sel, self.post_types, ctx, args)
         if handler is not None:
             runtime.invoke(handler, ctx, out, callee, 3, args, kwargs)
         return out
@@ -823,11 +845,12 @@ cdef inline bint _all_builtin(tuple args):
 
 
 cdef tuple _split_selector(selector):
+    """``(handler that always wins, selector, its cache by types)``."""
     if selector is None:
-        return (None, None)
+        return (None, None, None)
     if selector.unconditional is not None:
-        return (selector.unconditional, None)
-    return (None, selector)
+        return (selector.unconditional, None, None)
+    return (None, selector, selector.by_types)
 
 
 cdef class FunctionEntry:
@@ -892,6 +915,9 @@ cdef class Runtime:
     cdef bint _tagging
     cdef bint _chain_tagging
     cdef bint _retained
+    # Under tagging: the context's tag and its bindings cache's entries.
+    cdef object _tag
+    cdef dict _entries
 
     def __init__(self, ctx, parent=None):
         self.ctx = ctx
@@ -916,7 +942,9 @@ cdef class Runtime:
         self._slots = {}
         self._droppers = {}
         self._next_site = None
-        self._tagging = getattr(self.ctx, "tag", None) is not None
+        self._tag = getattr(self.ctx, "tag", None)
+        self._tagging = self._tag is not None
+        self._entries = self.ctx.bindingscache.entries if self._tagging else None
         self._chain_tagging = engine.chain_has_tagging(self)
 
     def release(self):
@@ -1064,7 +1092,7 @@ cdef class Runtime:
         cdef OperationSite site = self._next_site
         if site is None:
             site = self._next_site = OperationSite(self, "next")
-        if site.refresh() or (site.untagged_direct and site._plain_operands(iterator, None)):
+        if site.refresh() or site.runs_directly(iterator):
             return next(iterator, _EXHAUSTED)
         try:
             return site.call1(iterator)
@@ -1208,7 +1236,8 @@ cdef class Runtime:
         if self.parent is not None:
             f = self.parent.resolve(f)
         if self._tagging:
-            return _call_tagged(self.ctx, _propagator_of(callee), f, args, kwargs)
+            return _call_tagged(self.ctx, self._tag, self._entries, _propagator_of(callee),
+                                f, args, kwargs)
         return _call_tuple(f, args, kwargs)
 
 
@@ -1370,58 +1399,142 @@ cdef object _UNDECIDED = object()
 cdef object _getitem_propagator = None
 cdef object _setitem_propagator = None
 
+# The class of the bindings cache's records (``propagation._Record``) and
+# where its slots are: learnt from the first record met.
+cdef object _record_type = None
+cdef Py_ssize_t _OFF_RECORD_TARGET = -1, _OFF_RECORD_WEAK = -1, _OFF_RECORD_ITEMS = -1
 
-cdef object _list_element(object ctx, dict entries, object propagate, object f, tuple args):
-    """``lst[i]`` and ``lst[i] = v`` for a list with recorded components whose
-    record is in step with it (the common case of a list built in the run),
-    decided here; ``_UNDECIDED`` for everything else (the propagation layer
-    decides)."""
-    global _getitem_propagator, _setitem_propagator
-    if _getitem_propagator is None:
-        _getitem_propagator = _dispatch_module.tagging_propagator(operator.getitem)
-        _setitem_propagator = _dispatch_module.tagging_propagator(operator.setitem)
-    cdef object container = args[0]
+
+cdef void _learn_record_type(object record_type) except *:
+    global _record_type, _OFF_RECORD_TARGET, _OFF_RECORD_WEAK, _OFF_RECORD_ITEMS
+    namespace = vars(record_type)
+    _OFF_RECORD_TARGET, _OFF_RECORD_WEAK, _OFF_RECORD_ITEMS = [
+        cassette_slot_offset(namespace[name]) if name in namespace else -1
+        for name in ("target", "weak", "items")]
+    _record_type = record_type
+
+
+cdef inline object _address(object obj):
+    """``id(obj)`` (the builtin would be called through the module's
+    builtins and raise an audit event on every call)."""
+    return PyLong_FromVoidPtr(<void *>obj)
+
+
+cdef list _parts_in_step(dict entries, object sequence):
+    """The per-element parts ``entries`` records for ``sequence`` (a list or
+    tuple, exactly) when the record is its own and has one part per element
+    (what a read may trust after comparing its element); else None."""
+    cdef PyObject *found = PyDict_GetItemWithError(entries, _address(sequence))
+    if found is NULL:
+        return None
+    record = <object>found
+    if type(record) is not _record_type:
+        _learn_record_type(type(record))
+    if (_slot(record, _OFF_RECORD_WEAK, "weak") is not False
+            or _slot(record, _OFF_RECORD_TARGET, "target") is not sequence):
+        return None
+    parts = _slot(record, _OFF_RECORD_ITEMS, "items")
+    if type(parts) is not list or len(<list>parts) != len(sequence):
+        return None
+    return <list>parts
+
+
+cdef object _unpacked_in_step(object tag_, dict entries, object sequence):
+    """The elements of ``sequence`` (a list or tuple, exactly) as a tuple,
+    each tagged with the metadata recorded for it while it still holds the
+    value recorded; None when the record is not in step (the propagation
+    layer decides)."""
+    cdef list parts
     cdef Py_ssize_t i, n
-    if type(args[1]) is not int:
-        return _UNDECIDED
-    is_read = propagate is _getitem_propagator and len(args) == 2
-    if not is_read and not (propagate is _setitem_propagator and len(args) == 3):
-        return _UNDECIDED
-    record = entries.get(id(container))
-    if record is None:
-        return _UNDECIDED
-    target = record.target
-    if record.weak or target is not container:
-        return _UNDECIDED
-    parts = record.items
-    n = len(<list>container)
-    if type(parts) is not list or len(<list>parts) != n:
-        return _UNDECIDED
-    i = args[1]
+    if type(sequence) is not list and type(sequence) is not tuple:
+        return None
+    parts = _parts_in_step(entries, sequence)
+    if parts is None:
+        return None
+    n = len(parts)
+    out = PyTuple_New(n)
+    for i in range(n):
+        value = sequence[i]
+        part = parts[i]
+        if part is not None and (<tuple>part)[0] is _innermost(value):
+            value = _make_tagged(tag_, value, (<tuple>part)[1])
+        Py_INCREF(value)
+        PyTuple_SET_ITEM(out, i, value)
+    return out
+
+
+cdef inline Py_ssize_t _element_index(list container, object index):
+    """``index`` (an int) as an index of ``container``, or -1 when out of
+    range (the primitive raises its own error)."""
+    cdef Py_ssize_t n = len(container)
+    cdef Py_ssize_t i = PyLong_AsSsize_t(index)
+    if i == -1 and PyErr_Occurred() is not NULL:
+        PyErr_Clear()               # beyond any index: the primitive's IndexError
+        return -1
     if i < 0:
         i += n
-    if not 0 <= i < n:
-        return _UNDECIDED           # the primitive's own IndexError, from the slow path
-    tag_ = ctx.tag
-    if is_read:
-        value = (<list>container)[i]
-        part = (<list>parts)[i]
-        if part is None:
-            return value
-        if (<tuple>part)[0] is not _innermost(value):
-            return _UNDECIDED       # moved behind cassette's back: rematch
-        return _make_tagged(tag_, value, (<tuple>part)[1])
-    value = args[2]
+    return i if 0 <= i < n else -1
+
+
+cdef object _list_read(object tag_, dict entries, list container, object index):
+    """``container[index]`` (an int index) when ``entries`` records the
+    list's elements in step with it — the common case of a list built in
+    the run — tagged with the element's metadata; ``_UNDECIDED`` for
+    everything else (the propagation layer decides)."""
+    cdef list parts = _parts_in_step(entries, container)
+    cdef Py_ssize_t i
+    if parts is None:
+        return _UNDECIDED
+    i = _element_index(container, index)
+    if i < 0:
+        return _UNDECIDED
+    value = container[i]
+    part = parts[i]
+    if part is None:
+        return value
+    if (<tuple>part)[0] is not _innermost(value):
+        return _UNDECIDED           # moved behind cassette's back: rematch
+    return _make_tagged(tag_, value, (<tuple>part)[1])
+
+
+cdef object _list_write(object tag_, dict entries, object setitem, list container,
+                        object index, object value):
+    """``setitem(container, index, value)`` with the element's metadata
+    recorded, as :func:`_list_read` reads it; ``_UNDECIDED`` when not done."""
+    cdef list parts = _parts_in_step(entries, container)
+    cdef Py_ssize_t i
+    if parts is None:
+        return _UNDECIDED
+    i = _element_index(container, index)
+    if i < 0:
+        return _UNDECIDED
     if _is_tagged(value):
         if _tag_of(value) is not tag_:
             return _UNDECIDED
         stored = _value_of(value)
-        f(container, i, stored)
-        (<list>parts)[i] = (_innermost(stored), _meta_of(value))
+        setitem(container, i, stored)
+        parts[i] = (_innermost(stored), _meta_of(value))
         return None
-    f(container, i, value)
-    (<list>parts)[i] = None
+    setitem(container, i, value)
+    parts[i] = None
     return None
+
+
+cdef object _list_element(object tag_, dict entries, object propagate, object f, tuple args):
+    """``lst[i]`` and ``lst[i] = v`` (``args``, the list first) when the
+    propagators of ``getitem`` and ``setitem`` would run: see
+    :func:`_list_read` and :func:`_list_write`."""
+    global _getitem_propagator, _setitem_propagator
+    if _getitem_propagator is None:
+        _getitem_propagator = _dispatch_module.tagging_propagator(operator.getitem)
+        _setitem_propagator = _dispatch_module.tagging_propagator(operator.setitem)
+    if type(args[1]) is not int:
+        return _UNDECIDED
+    if propagate is _getitem_propagator and len(args) == 2:
+        return _list_read(tag_, entries, <list>args[0], args[1])
+    if propagate is _setitem_propagator and len(args) == 3:
+        return _list_write(tag_, entries, f, <list>args[0], args[1], args[2])
+    return _UNDECIDED
 
 
 cdef object _make_tagged(object tag_, object value, object meta):
@@ -1432,28 +1545,27 @@ cdef object _make_tagged(object tag_, object value, object meta):
     return _new_tagged(<object>found, value, tag_, meta)
 
 
-cdef object _call_tagged(object ctx, tuple propagation, object f, tuple args, dict kwargs):
+cdef object _call_tagged(object ctx, object tag, dict entries, tuple propagation, object f,
+                         tuple args, dict kwargs):
     """The fallback under tagging, without a Python frame of the library
     between the program and the primitive unless metadata is involved
     (frame-walking code, tracebacks and the recursion limit see none):
     arguments untagged, or the propagation layer's ``propagate`` when the
     primitive has one and some argument is tagged or has recorded
-    components (or the propagator must always run)."""
-    cdef object tag = ctx.tag
+    components (or the propagator must always run).  ``tag`` and
+    ``entries``: ``ctx``'s tag and its bindings cache's entries."""
     cdef Py_ssize_t i, n
     cdef list untagged
     cdef object propagate = propagation[0]
-    cdef dict entries
     if propagate is not None:
         if propagation[1]:
             return propagate(ctx, f, args, kwargs or {})
-        entries = ctx.bindingscache.entries
         if not kwargs and len(args) >= 2 and type(args[0]) is list and entries:
-            out = _list_element(ctx, entries, propagate, f, args)
+            out = _list_element(tag, entries, propagate, f, args)
             if out is not _UNDECIDED:
                 return out
         for arg in args:
-            if _is_tagged(arg) or (entries and id(arg) in entries):
+            if _is_tagged(arg) or (entries and _address(arg) in entries):
                 return propagate(ctx, f, args, kwargs or {})
         if kwargs:
             for arg in kwargs.values():
@@ -1479,11 +1591,14 @@ cdef class TaggedPrimitive:
     """What a primitive is under tagging: the state of the fallback
     (:func:`_call_tagged`) that the Primitive wrapping it runs."""
 
-    cdef object ctx, callee, primitive
+    cdef object ctx, tag, callee, primitive
+    cdef dict entries
     cdef tuple propagation
 
     def __init__(self, ctx, callee, primitive):
         self.ctx = ctx
+        self.tag = ctx.tag
+        self.entries = ctx.bindingscache.entries
         self.callee = callee
         self.primitive = primitive
         self.propagation = _propagator_of(callee)
@@ -1506,7 +1621,8 @@ cdef object _tagged_vectorcall(object state, PyObject **args, size_t nargsf,
         keywords = {}
         for i in range(nkw):
             keywords[(<tuple>kwnames)[i]] = <object>args[nargs + i]
-    return _call_tagged(tagged.ctx, tagged.propagation, tagged.primitive, positional, keywords)
+    return _call_tagged(tagged.ctx, tagged.tag, tagged.entries, tagged.propagation,
+                        tagged.primitive, positional, keywords)
 
 
 cassette_install_tagged_call(<void *>_tagged_vectorcall, TaggedPrimitive)
@@ -1532,20 +1648,21 @@ cdef class PropagationSite:
     no tagged value, nothing recorded — is decided here, without a Python
     frame; anything else goes to the propagation layer's ``slow`` slot."""
 
-    cdef object ctx, slow
+    cdef object tag, slow
+    cdef dict entries
     cdef int kind
     cdef bint direct
 
     def __init__(self, Runtime runtime, name, slow):
-        self.ctx = runtime.ctx
+        self.tag = runtime._tag
+        self.entries = runtime._entries
         self.slow = slow
         self.kind = _PROPAGATION_KINDS[name]
-        self.direct = runtime.ctx.tag is not None and not (
+        self.direct = runtime._tagging and not (
             runtime.parent is not None and engine.chain_has_tagging(runtime.parent))
 
     cdef inline bint _recorded(self, object obj):
-        cdef dict entries = self.ctx.bindingscache.entries
-        return bool(entries) and id(obj) in entries
+        return bool(self.entries) and _address(obj) in self.entries
 
     def call1(self, a):
         if self.direct:
@@ -1557,6 +1674,10 @@ cdef class PropagationSite:
                     return tuple(a)
             elif not self._recorded(a):         # unpacked, keywords
                 return a
+            elif self.kind == 3:
+                out = _unpacked_in_step(self.tag, self.entries, a)
+                if out is not None:
+                    return out
         return self.slow(a)
 
     def call2(self, a, b):
@@ -1702,7 +1823,12 @@ cdef class OperationSite:
     cdef bint negate
     cdef Protocol protocol
     cdef Py_ssize_t generation
-    cdef bint untagged_direct
+    # Under tagging, with no enclosing runtime, no hook and no handler but
+    # execute handlers chosen by argument types (``execute_by_types``, the
+    # selector's cache; None when there are none): see ``unhooked``.
+    cdef bint unhooked_tagging
+    cdef dict execute_by_types
+    cdef bint is_getitem, is_setitem
 
     def __init__(self, Runtime runtime, kind):
         name, arrangement, negate = _ARRANGED.get(kind, (kind, 0, False))
@@ -1714,6 +1840,8 @@ cdef class OperationSite:
         self.arrangement = arrangement
         self.negate = negate
         self.generation = -1
+        self.is_getitem = kind == "getitem"
+        self.is_setitem = kind == "setitem"
 
     cdef bint refresh(self):
         """Bring the plan up to date; True when no handler applies."""
@@ -1723,22 +1851,39 @@ cdef class OperationSite:
             # its fallback propagates metadata.
             self.protocol = (None if plan is EMPTY and not self.runtime._tagging
                              else Protocol(plan))
-            # ... but with no handler, no enclosing runtime and no operand
-            # tagged or recorded there is nothing to propagate: it runs as
-            # it would for a context without tagging.
-            self.untagged_direct = (plan is EMPTY and self.runtime._tagging
-                                    and self.runtime.parent is None
-                                    and not _propagator_of(self.callee)[1])
+            execute = plan.execute
+            self.unhooked_tagging = (
+                self.runtime._tagging and self.runtime.parent is None
+                and plan.prehook is None and plan.posthook is None and plan.fallback is None
+                and (execute is None
+                     or (execute.unconditional is None and execute.by_types is not None))
+                and not _propagator_of(self.callee)[1])
+            self.execute_by_types = None if execute is None else execute.by_types
             self.generation = _generation
         return self.protocol is None
+
+    cdef inline bint unhooked(self, tuple types):
+        """Under tagging: whether the protocol would come down to the
+        fallback's propagation for operands of ``types`` (no hook, no
+        handler for them — known once the selector has been asked), so that
+        an operation without metadata runs directly and a list element is
+        read or written here (as ``_call_tagged`` would)."""
+        cdef PyObject *hit
+        if not (self.unhooked_tagging and self.generation == _generation):
+            return False
+        if self.execute_by_types is None:
+            return True
+        hit = PyDict_GetItemWithError(self.execute_by_types, types)
+        return hit is not NULL and <object>hit is None
 
     cdef inline bint _plain_operands(self, object a, object b):
         """Whether ``a`` and ``b`` (None: absent) carry no metadata: neither
         is tagged nor has a record in the bindings cache."""
         if _is_tagged(a) or (b is not None and _is_tagged(b)):
             return False
-        cdef dict entries = self.runtime.ctx.bindingscache.entries
-        return not entries or (id(a) not in entries and (b is None or id(b) not in entries))
+        cdef dict entries = self.runtime._entries
+        return not entries or (_address(a) not in entries
+                                and (b is None or _address(b) not in entries))
 
     cdef object _operate(self, tuple args):
         cdef object out
@@ -1754,25 +1899,47 @@ cdef class OperationSite:
             return not out
         return out
 
+    cdef inline bint runs_directly(self, object a):
+        """Whether the operation on the lone operand ``a`` is its plain
+        implementation (the plan being up to date)."""
+        return ((self.protocol is None and self.runtime.parent is None)
+                or (self.execute_by_types is None and self.unhooked(None)
+                    and self._plain_operands(a, None)))
+
     def call1(self, a):
-        if self.generation == _generation and (
-                (self.protocol is None and self.runtime.parent is None)
-                or (self.untagged_direct and self._plain_operands(a, None))):
+        if self.generation == _generation and self.runs_directly(a):
             return self.implementation(a)
         return self._operate((a,))
 
     def call2(self, a, b):
         if self.arrangement == 1:
             a, b = b, a
-        if self.generation == _generation and (
-                (self.protocol is None and self.runtime.parent is None)
-                or (self.untagged_direct and self._plain_operands(a, b))):
-            out = self.implementation(a, b)
-            return (not out) if self.negate else out
+        if self.generation == _generation:
+            if self.protocol is None and self.runtime.parent is None:
+                out = self.implementation(a, b)
+                return (not out) if self.negate else out
+            if self.unhooked((type(a), type(b)) if self.execute_by_types is not None else None):
+                if self._plain_operands(a, b):
+                    out = self.implementation(a, b)
+                    return (not out) if self.negate else out
+                if self.is_getitem and type(a) is list and type(b) is int:
+                    out = _list_read(self.runtime._tag, self.runtime._entries, a, b)
+                    if out is not _UNDECIDED:
+                        return out
         return self._operate((a, b))
 
     def call3(self, a, b, c):
         if self.arrangement == 2:
+            # a store: (value, container, key) on the stack
+            if (self.is_setitem and type(b) is list and type(c) is int
+                    and cassette_builtin_instance(_innermost(a)) and self.unhooked(
+                        (list, int, type(a)) if self.execute_by_types is not None else None)):
+                if self._plain_operands(a, b):
+                    self.implementation(b, c, a)
+                    return None
+                out = _list_write(self.runtime._tag, self.runtime._entries, self.callee, b, c, a)
+                if out is not _UNDECIDED:
+                    return out
             args = (b, c, a)
         elif self.arrangement == 3:
             args = (a, slice(b, c))

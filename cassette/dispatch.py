@@ -356,11 +356,18 @@ class Selector:
         the default behaviour).  ``ctx`` is only passed to argtype protocol
         objects.  Results are cached per tuple of argument types when that is
         sound (see the module docstring).
+    ``by_types``
+        When the choice depends on the argument types alone (no argtype is
+        an ABC or a protocol object): the cache ``select`` fills, a dict from
+        the tuple of the positional arguments' types to the handler (or
+        ``None``), which a runtime may read before calling ``select``.
+        Otherwise ``None``.
     ``candidates``
         Every handler considered, most specific first (for introspection).
     """
 
-    __slots__ = ("unconditional", "select", "candidates", "_tiers", "_default", "_cache")
+    __slots__ = ("unconditional", "select", "candidates", "by_types", "_tiers", "_default",
+                 "_cache")
 
     def __init__(self, tiers, default, candidates):
         # tiers: handler tuples with argtypes, most significant tier first,
@@ -371,6 +378,7 @@ class Selector:
         self.unconditional = default if not tiers else None
         self.candidates = candidates
         self._cache = {}
+        self.by_types = None
         if self.unconditional is not None:
             self.select = self._select_unconditional
             return
@@ -388,6 +396,8 @@ class Selector:
             self.select = self._compute
         else:
             self.select = self._make_cached_select(uses_abc)
+            if not uses_abc:
+                self.by_types = self._cache
 
     def _select_unconditional(self, ctx, args):
         return self.unconditional
@@ -401,7 +411,10 @@ class Selector:
         def store(ctx, args, key):
             found = compute(ctx, args)
             for a in args:
-                if a.__class__ is not type(a):   # proxies: isinstance may disagree with type
+                # Proxies: isinstance may disagree with type.  A tagged value
+                # reports its primal value's class, which its type fixes.
+                if a.__class__ is not type(a) and not (TAGGED is not None
+                                                       and issubclass(type(a), TAGGED)):
                     return found
             if len(cache) >= _SELECT_CACHE_MAX:
                 cache.clear()

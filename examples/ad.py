@@ -111,15 +111,41 @@ def _power_rule(x, y, dx, dy):
     return tangent_
 
 
-for _callees, _rule in [
-        ((operator.add, operator.iadd), lambda x, y, dx, dy: dx + dy),
-        ((operator.sub, operator.isub), lambda x, y, dx, dy: dx - dy),
-        ((operator.mul, operator.imul), lambda x, y, dx, dy: dx * y + x * dy),
-        ((operator.truediv, operator.itruediv),
-         lambda x, y, dx, dy: (dx * y - x * dy) / (y * y)),
-        ((operator.pow, operator.ipow), _power_rule)]:
-    for _callee in _callees:
-        binary(_callee, _rule)
+_add_ops = (operator.add, operator.iadd)
+_sub_ops = (operator.sub, operator.isub)
+_mul_ops = (operator.mul, operator.imul)
+_div_ops = (operator.truediv, operator.itruediv)
+
+
+def _arithmetic(ctx, f, a=_ABSENT, b=_ABSENT, *rest):
+    """``+ - * /`` and their in-place forms: what :func:`binary` registers,
+    with the four rules written inline (this runs for nearly every operation
+    of a numeric program: one Python frame instead of two)."""
+    da = metadata(a, ctx)
+    db = metadata(b, ctx)
+    if da is NoMetaData:
+        if db is NoMetaData:
+            return OverdubInstead      # nothing to differentiate here
+        da = NO_TANGENT
+    elif db is NoMetaData:
+        db = NO_TANGENT
+    if rest or b is _ABSENT:
+        return OverdubInstead
+    x = untag(a, ctx)
+    y = untag(b, ctx)
+    if f is operator.mul or f is operator.imul:
+        return tag(f(x, y), ctx, da * y + x * db)
+    if f is operator.add or f is operator.iadd:
+        return tag(f(x, y), ctx, da + db)
+    if f is operator.sub or f is operator.isub:
+        return tag(f(x, y), ctx, da - db)
+    return tag(f(x, y), ctx, (da * y - x * db) / (y * y))
+
+
+for _callee in _add_ops + _sub_ops + _mul_ops + _div_ops:
+    cassette.execute.register(ForwardAD, _callee)(_arithmetic)
+for _callee in (operator.pow, operator.ipow):
+    binary(_callee, _power_rule)
 
 
 def unary(callee, rule):
@@ -220,19 +246,23 @@ for _callee in (np.sum, np.mean, np.transpose, np.ravel, np.reshape, np.ndarray.
 linear(np.ndarray.transpose, np.transpose)
 
 
-@cassette.execute.register(ForwardAD, operator.getitem)
-def _item(ctx, f, container=_ABSENT, key=_ABSENT, *rest):
+# Only tagged arrays are dispatched here (``cassette.Tagged[np.ndarray]``):
+# the program's other subscripts and attribute loads never call a handler.
+TAGGED_ARRAY = cassette.Tagged[np.ndarray]
+
+
+@cassette.execute.register(ForwardAD, operator.getitem, TAGGED_ARRAY, object)
+def _item(ctx, f, container, key):
     """``a[key]`` of a tagged array is linear: its tangent is the tangent's
-    ``[key]``.  (Every subscript of the program comes here: the common case,
-    a container without metadata, is decided first.)"""
+    ``[key]``."""
     t = metadata(container, ctx)
-    if t is NoMetaData or key is _ABSENT or rest:
+    if t is NoMetaData:                # tagged by another context
         return OverdubInstead
     key = untag(key, ctx)
     return tag(f(untag(container, ctx), key), ctx, NO_TANGENT if t is NO_TANGENT else t[key])
 
 
-@cassette.execute.register(ForwardAD, getattr)
+@cassette.execute.register(ForwardAD, getattr, TAGGED_ARRAY, object, cassette.Vararg(object))
 def _attribute(ctx, f, obj, name, *default):
     """``a.T`` of a tagged array is linear too."""
     if name != "T" or not istagged(obj, ctx):
