@@ -12,6 +12,7 @@ and is cached here.
 from cpython.object cimport (PyObject, PyObject_GenericGetAttr, PyObject_GenericSetAttr,
                              PyObject_TypeCheck, PyTypeObject)
 from cpython.ref cimport Py_DECREF, Py_INCREF
+cimport cython
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 import functools
@@ -725,22 +726,22 @@ cdef object _select(object fixed, object selector, dict by_types, object ctx, tu
     return selector.select(ctx, args)
 
 
-cdef object _call_prefixed(object f, object a, object b, object c, int nprefix,
+cdef object _call_prefixed(object f, object a, object b, object c, object d, int nprefix,
                            tuple args, dict kwargs):
-    """``f(a, b[, c], *args, **kwargs)`` without building an argument tuple."""
+    """``f(a, b[, c[, d]], *args, **kwargs)`` (``nprefix``: 0, 2, 3 or 4 of
+    ``a, b, c, d``) without building an argument tuple."""
     cdef PyObject *stack[12]
     cdef Py_ssize_t n = len(args)
     cdef Py_ssize_t i
     if n + nprefix > 12:
-        if nprefix == 0:
-            return f(*args, **(kwargs or {}))
-        if nprefix == 2:
-            return f(a, b, *args, **(kwargs or {}))
-        return f(a, b, c, *args, **(kwargs or {}))
+        prefix = (a, b, c, d)[:nprefix]
+        return f(*prefix, *args, **(kwargs or {}))
     stack[0] = <PyObject *>a
     stack[1] = <PyObject *>b
-    if nprefix == 3:
+    if nprefix >= 3:
         stack[2] = <PyObject *>c
+    if nprefix == 4:
+        stack[3] = <PyObject *>d
     for i in range(n):
         stack[nprefix + i] = <PyObject *>args[i]
     if kwargs:
@@ -788,31 +789,36 @@ cdef class Protocol:
         cdef object out = _OverdubInstead
         handler = _select(self.pre_fixed, self.pre_sel, self.pre_types, ctx, args)
         if handler is not None:
-            runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+            runtime.invoke(handler, ctx, callee, None, None, 2, args, kwargs)
         handler = _select(self.exe_fixed, self.exe_sel, self.exe_types, ctx, args)
         if handler is not None:
-            out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
+            out = runtime.invoke(handler, ctx, callee, None, None, 2, args, kwargs)
         if out is _OverdubInstead:
-            if body is not None:
-                cassette_recursion_credit(1)
-                try:
-                    out = _call_tuple(body, args, kwargs)
-                finally:
-                    cassette_recursion_credit(-1)
-            else:
-                handler = _select(self.fb_fixed, self.fb_sel, self.fb_types, ctx, args)
-                if ((handler is not None or (runtime._tagging and _any_tagged(args)))
-                        and operation is not None and not _all_builtin(args)
-                        and _operation_has_body(operation, args)):
-                    out = _call_tuple(primitive, args, kwargs)
-                elif handler is not None:
-                    out = runtime.invoke(handler, ctx, callee, None, 2, args, kwargs)
-                else:
-                    out = runtime.primitive(callee, primitive, args, kwargs)
+            out = self.overdub_instead(runtime, callee, body, primitive, args, kwargs, operation)
         handler = _select(self.post_fixed, self.post_sel, self.post_types, ctx, args)
         if handler is not None:
-            runtime.invoke(handler, ctx, out, callee, 3, args, kwargs)
+            runtime.invoke(handler, ctx, out, callee, None, 3, args, kwargs)
         return out
+
+    cdef object overdub_instead(self, Runtime runtime, object callee, object body,
+                                object primitive, tuple args, dict kwargs, object operation):
+        """What runs when no ``execute`` handler ran or it returned
+        ``OverdubInstead``: the body, overdubbed, or else the fallback."""
+        cdef object handler
+        if body is not None:
+            cassette_recursion_credit(1)
+            try:
+                return _call_tuple(body, args, kwargs)
+            finally:
+                cassette_recursion_credit(-1)
+        handler = _select(self.fb_fixed, self.fb_sel, self.fb_types, runtime.ctx, args)
+        if ((handler is not None or (runtime._tagging and _any_tagged(args)))
+                and operation is not None and not _all_builtin(args)
+                and _operation_has_body(operation, args)):
+            return _call_tuple(primitive, args, kwargs)
+        if handler is not None:
+            return runtime.invoke(handler, runtime.ctx, callee, None, None, 2, args, kwargs)
+        return runtime.primitive(callee, primitive, args, kwargs)
 
 
 cdef extern from *:
@@ -1195,7 +1201,7 @@ cdef class Runtime:
 
     # -- the protocol -------------------------------------------------------
 
-    cdef object invoke(self, handler, a, b, c, int nprefix, tuple args, dict kwargs):
+    cdef object invoke(self, handler, a, b, c, d, int nprefix, tuple args, dict kwargs):
         """Call a handler; under a nested overdub the enclosing context
         intercepts it like any other code.  While it runs, the handler is
         noted as the one being called (its first frame is its own, not the
@@ -1210,7 +1216,7 @@ cdef class Runtime:
         handler_before = cassette_set_handler(<void *>handler)
         barrier_before = cassette_set_barrier(cassette_current_frame())
         try:
-            return _call_prefixed(handler, a, b, c, nprefix, args, kwargs)
+            return _call_prefixed(handler, a, b, c, d, nprefix, args, kwargs)
         finally:
             cassette_set_barrier(barrier_before)
             cassette_set_handler(handler_before)
@@ -1722,7 +1728,7 @@ cdef class NotOverdubbed:
         self.callee = callee
 
     def __call__(self, *args, **kwargs):
-        return self.runtime.invoke(self.callee, None, None, None, 0, args, kwargs)
+        return self.runtime.invoke(self.callee, None, None, None, None, 0, args, kwargs)
 
     def __repr__(self):
         return f"<not overdubbed {self.callee!r}>"
@@ -1829,6 +1835,10 @@ cdef class OperationSite:
     cdef bint unhooked_tagging
     cdef dict execute_by_types
     cdef bint is_getitem, is_setitem
+    # The one handler when it is an ``execute`` handler for any arguments
+    # and no hook or other handler exists (the shape of a tagging tool's
+    # rules): called without the protocol's generic path.
+    cdef object execute_only
 
     def __init__(self, Runtime runtime, kind):
         name, arrangement, negate = _ARRANGED.get(kind, (kind, 0, False))
@@ -1859,6 +1869,11 @@ cdef class OperationSite:
                      or (execute.unconditional is None and execute.by_types is not None))
                 and not _propagator_of(self.callee)[1])
             self.execute_by_types = None if execute is None else execute.by_types
+            self.execute_only = (
+                execute.unconditional
+                if (execute is not None and plan.prehook is None and plan.posthook is None
+                    and plan.fallback is None)
+                else None)
             self.generation = _generation
         return self.protocol is None
 
@@ -1917,6 +1932,13 @@ cdef class OperationSite:
         if self.generation == _generation:
             if self.protocol is None and self.runtime.parent is None:
                 out = self.implementation(a, b)
+                return (not out) if self.negate else out
+            if self.execute_only is not None:
+                out = self.runtime.invoke(self.execute_only, self.runtime.ctx, self.callee,
+                                          a, b, 4, (), None)
+                if out is _OverdubInstead:
+                    out = self.protocol.overdub_instead(self.runtime, self.callee, None,
+                                                        self.callee, (a, b), None, self.name)
                 return (not out) if self.negate else out
             if self.unhooked((type(a), type(b)) if self.execute_by_types is not None else None):
                 if self._plain_operands(a, b):
@@ -2058,14 +2080,45 @@ def install_tagging_api(python_api, context, tag_type, tagged_base, type_tags, a
     _OFF_CONTEXT_TAG = cassette_slot_offset(_tg_context_tag_slot)
 
 
+cdef extern from *:
+    """
+    /* The last context class found to keep Context.tag in its slot, and
+       its version tag then (any change to it or a base changes that). */
+    static PyTypeObject *cassette_tag_slot_class = NULL;
+    static unsigned int cassette_tag_slot_version = 0;
+
+    static inline int cassette_tag_slot_known(PyTypeObject *tp) {
+        return tp == cassette_tag_slot_class && tp->tp_version_tag != 0
+            && tp->tp_version_tag == cassette_tag_slot_version;
+    }
+
+    static inline void cassette_tag_slot_found(PyTypeObject *tp) {
+        cassette_tag_slot_class = tp;
+        cassette_tag_slot_version = tp->tp_version_tag;
+    }
+    """
+    bint cassette_tag_slot_known(PyTypeObject *tp)
+    void cassette_tag_slot_found(PyTypeObject *tp)
+
+
+cdef inline bint _tag_in_slot(object ctx):
+    """Whether ``ctx``'s class keeps ``Context.tag`` (a slot) unchanged."""
+    cdef PyTypeObject *tp = Py_TYPE(ctx)
+    if cassette_tag_slot_known(tp):
+        return True
+    if _PyType_Lookup(tp, "tag") is <PyObject *>_tg_context_tag_slot:
+        cassette_tag_slot_found(tp)      # the lookup gave it a version tag
+        return True
+    return False
+
+
 cdef inline object _api_tag(object ctx):
     """The tag of a context with tagging, or None (the slow path decides)."""
     cdef PyObject *found
     # Not isinstance: ContextMeta would make it look up __instancecheck__.
     if PyObject_TypeCheck(ctx, <PyTypeObject*>_tg_context):
         # Context.tag is a slot: read in place unless a subclass redefines it.
-        if (_OFF_CONTEXT_TAG >= 0
-                and _PyType_Lookup(Py_TYPE(ctx), "tag") is <PyObject *>_tg_context_tag_slot):
+        if _OFF_CONTEXT_TAG >= 0 and _tag_in_slot(ctx):
             found = cassette_slot_get(ctx, _OFF_CONTEXT_TAG)
             if found is NULL:
                 return None
@@ -2086,6 +2139,8 @@ cdef inline bint _tagged_by(object x, object tag_):
     return PyObject_TypeCheck(x, <PyTypeObject *>_TaggedBase) and _tag_of(x) is tag_
 
 
+# A builtin function, not a Cython function: calls of it specialize.
+@cython.binding(False)
 def untag(x, ctx):
     """The value ``x`` wraps if it is tagged w.r.t. ``ctx``, else ``x``."""
     tag_ = _api_tag(ctx)
@@ -2096,6 +2151,8 @@ def untag(x, ctx):
     return x
 
 
+# A builtin function, not a Cython function: calls of it specialize.
+@cython.binding(False)
 def metadata(x, ctx):
     """The metadata ``x`` carries w.r.t. ``ctx`` (``NoMetaData`` if none)."""
     tag_ = _api_tag(ctx)
@@ -2109,6 +2166,8 @@ def metadata(x, ctx):
     return _tg_no_data
 
 
+# A builtin function, not a Cython function: calls of it specialize.
+@cython.binding(False)
 def istagged(x, ctx):
     """Whether ``x`` is tagged w.r.t. ``ctx``."""
     tag_ = _api_tag(ctx)
@@ -2136,6 +2195,8 @@ cdef inline object _allowed_metadata(object context_type, object primal_type):
     return allowed
 
 
+# A builtin function, not a Cython function: calls of it specialize.
+@cython.binding(False)
 def tag(value, ctx, metadata=NoMetaData):
     """``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."""
     cdef PyObject *found
