@@ -1348,27 +1348,31 @@ cdef object _new_meta(object data, object meta):
     return made
 
 
-cdef inline object _untag_one(object value, object tag):
-    """``value`` without ``tag`` (the tag of the running context)."""
-    global _TaggedBase
-    if _TaggedBase is None:
-        _TaggedBase = _dispatch_module.TAGGED
-        if _TaggedBase is None:
-            return value
-    if (PyObject_TypeCheck(value, <PyTypeObject *>_TaggedBase)
-            and _tag_of(value) is tag):
-        return _value_of(value)
-    return value
+# The metaclass of tagged types (``type(cassette.Tagged)``), NULL until the
+# tagging layer is loaded.  Only tagged values have a class of that
+# metaclass (``Tagged`` and ``Tagged[T]`` have no instances), so one pointer
+# comparison tells a tagged value: cheaper than walking a class's MRO, which
+# is what an isinstance test of every plain operand would cost.
+cdef PyTypeObject *_tagged_meta = NULL
 
 
 cdef inline bint _is_tagged(object value):
     """Whether ``value`` is tagged by any context."""
-    global _TaggedBase
-    if _TaggedBase is None:
-        _TaggedBase = _dispatch_module.TAGGED
+    global _TaggedBase, _tagged_meta
+    if _tagged_meta is NULL:
         if _TaggedBase is None:
-            return False
-    return PyObject_TypeCheck(value, <PyTypeObject *>_TaggedBase)
+            _TaggedBase = _dispatch_module.TAGGED
+            if _TaggedBase is None:
+                return False
+        _tagged_meta = Py_TYPE(_TaggedBase)
+    return Py_TYPE(<object><PyObject *>Py_TYPE(value)) is _tagged_meta
+
+
+cdef inline object _untag_one(object value, object tag):
+    """``value`` without ``tag`` (the tag of the running context)."""
+    if _is_tagged(value) and _tag_of(value) is tag:
+        return _value_of(value)
+    return value
 
 
 cdef bint _holds_tagged(object container):
@@ -2074,8 +2078,9 @@ def install_tagging_api(python_api, context, tag_type, tagged_base, type_tags, a
     offsets.append(cassette_slot_offset(vars(tag_type)["_types"]))
     if all(offset >= 0 for offset in offsets):
         _OFF_VALUE, _OFF_TAG, _OFF_META, _OFF_DATA, _OFF_METAMETA, _OFF_TAG_TYPES = offsets
-    global _TaggedBase, _tg_context_tag_slot, _OFF_CONTEXT_TAG
+    global _TaggedBase, _tagged_meta, _tg_context_tag_slot, _OFF_CONTEXT_TAG
     _TaggedBase = tagged_base
+    _tagged_meta = Py_TYPE(tagged_base)
     _tg_context_tag_slot = vars(context)["tag"]
     _OFF_CONTEXT_TAG = cassette_slot_offset(_tg_context_tag_slot)
 
@@ -2115,8 +2120,10 @@ cdef inline bint _tag_in_slot(object ctx):
 cdef inline object _api_tag(object ctx):
     """The tag of a context with tagging, or None (the slow path decides)."""
     cdef PyObject *found
-    # Not isinstance: ContextMeta would make it look up __instancecheck__.
-    if PyObject_TypeCheck(ctx, <PyTypeObject*>_tg_context):
+    # The class seen last (a Context subclass) needs no subclass test.  Not
+    # isinstance: ContextMeta would make it look up __instancecheck__.
+    if (cassette_tag_slot_known(Py_TYPE(ctx))
+            or PyObject_TypeCheck(ctx, <PyTypeObject*>_tg_context)):
         # Context.tag is a slot: read in place unless a subclass redefines it.
         if _OFF_CONTEXT_TAG >= 0 and _tag_in_slot(ctx):
             found = cassette_slot_get(ctx, _OFF_CONTEXT_TAG)
@@ -2136,7 +2143,7 @@ cdef inline object _types_of(object tag_):
 
 
 cdef inline bint _tagged_by(object x, object tag_):
-    return PyObject_TypeCheck(x, <PyTypeObject *>_TaggedBase) and _tag_of(x) is tag_
+    return _is_tagged(x) and _tag_of(x) is tag_
 
 
 # A builtin function, not a Cython function: calls of it specialize.

@@ -111,16 +111,14 @@ def _power_rule(x, y, dx, dy):
     return tangent_
 
 
-_add_ops = (operator.add, operator.iadd)
-_sub_ops = (operator.sub, operator.isub)
-_mul_ops = (operator.mul, operator.imul)
-_div_ops = (operator.truediv, operator.itruediv)
+_ADD, _IADD, _SUB, _ISUB = operator.add, operator.iadd, operator.sub, operator.isub
+_MUL, _IMUL, _DIV, _IDIV = operator.mul, operator.imul, operator.truediv, operator.itruediv
 
 
 def _arithmetic(ctx, f, a=_ABSENT, b=_ABSENT, *rest):
-    """``+ - * /`` and their in-place forms: what :func:`binary` registers,
-    with the four rules written inline (this runs for nearly every operation
-    of a numeric program: one Python frame instead of two)."""
+    """The handler of ``+ - * /`` and their in-place forms: :func:`binary`'s
+    handler with the four rules written inline (it runs for nearly every
+    operation of a numeric program: one Python frame instead of two)."""
     da = metadata(a, ctx)
     db = metadata(b, ctx)
     if da is NoMetaData:
@@ -133,16 +131,16 @@ def _arithmetic(ctx, f, a=_ABSENT, b=_ABSENT, *rest):
         return OverdubInstead
     x = untag(a, ctx)
     y = untag(b, ctx)
-    if f is operator.mul or f is operator.imul:
+    if f is _MUL or f is _IMUL:
         return tag(f(x, y), ctx, da * y + x * db)
-    if f is operator.add or f is operator.iadd:
+    if f is _ADD or f is _IADD:
         return tag(f(x, y), ctx, da + db)
-    if f is operator.sub or f is operator.isub:
+    if f is _SUB or f is _ISUB:
         return tag(f(x, y), ctx, da - db)
     return tag(f(x, y), ctx, (da * y - x * db) / (y * y))
 
 
-for _callee in _add_ops + _sub_ops + _mul_ops + _div_ops:
+for _callee in (_ADD, _IADD, _SUB, _ISUB, _MUL, _IMUL, _DIV, _IDIV):
     cassette.execute.register(ForwardAD, _callee)(_arithmetic)
 for _callee in (operator.pow, operator.ipow):
     binary(_callee, _power_rule)
