@@ -483,3 +483,36 @@ def test_elements_moved_by_a_builtin_keep_their_metadata():
     iterated, indexed = overdub(ctx, f, *(tag(v, ctx, by_value[v]) for v in values))
     assert iterated == [(v, by_value[v]) for v in plain]
     assert indexed == [(plain[i], by_value[plain[i]]) for i in (2, 0, 1)]
+
+
+def test_element_access_of_a_recorded_list_fails_as_plainly_for_any_index():
+    """Reads and writes of a list built in the run are decided in the core;
+    an index out of range — or beyond any index — raises what it raises
+    plainly, and an index in range keeps the element's metadata."""
+
+    def program(x, i):
+        xs = [x, 2.0 * x, x]
+        outcome = []
+        for attempt in (lambda: xs[i], lambda: xs.__setitem__(i, x)):
+            try:
+                outcome.append(attempt())
+            except Exception as error:
+                outcome.append((type(error).__name__, str(error)))
+        return outcome, xs
+
+    for index in (10**30, -10**30, 3, -4, 1, -1):
+        plain_outcome, plain_xs = program(1.5, index)
+        ctx = new_context()
+
+        def probe(x, i):
+            outcome, xs = program(x, i)
+            return outcome, metadata(outcome[0], ctx), [labelled(ctx, v) for v in xs]
+
+        outcome, read_label, elements = overdub(ctx, probe, tag(1.5, ctx, "x"), index)
+        assert outcome == plain_outcome
+        assert [value for value, _label in elements] == plain_xs
+        if index in (1, -1):        # in range: the element read back, the store labelled
+            assert read_label == ("x" if index == -1 else NoMetaData)
+            assert elements[index][1] == "x"
+        else:
+            assert outcome[0][0] == "IndexError" and read_label is NoMetaData
