@@ -1227,7 +1227,8 @@ cdef class Runtime:
         # A vectorcall object calling a fast-call method: no recursion level
         # of its own (a callable object would cost one per call on 3.11,
         # and a C level on 3.13), named like the primitive.
-        return cassette_primitive_named(TaggedPrimitive(self.ctx, callee, primitive), callee)
+        tagged = TaggedPrimitive(self.ctx, self._tag, self._entries, callee, primitive)
+        return cassette_primitive_named(tagged, callee)
 
     cdef object primitive(self, callee, f, tuple args, dict kwargs):
         """The default fallback: ``f`` called with untagged arguments (which
@@ -1605,10 +1606,10 @@ cdef class TaggedPrimitive:
     cdef dict entries
     cdef tuple propagation
 
-    def __init__(self, ctx, callee, primitive):
+    def __init__(self, ctx, tag, entries, callee, primitive):
         self.ctx = ctx
-        self.tag = ctx.tag
-        self.entries = ctx.bindingscache.entries
+        self.tag = tag
+        self.entries = entries
         self.callee = callee
         self.primitive = primitive
         self.propagation = _propagator_of(callee)
@@ -1866,18 +1867,16 @@ cdef class OperationSite:
             self.protocol = (None if plan is EMPTY and not self.runtime._tagging
                              else Protocol(plan))
             execute = plan.execute
+            only_execute = (plan.prehook is None and plan.posthook is None
+                            and plan.fallback is None)
             self.unhooked_tagging = (
-                self.runtime._tagging and self.runtime.parent is None
-                and plan.prehook is None and plan.posthook is None and plan.fallback is None
+                only_execute and self.runtime._tagging and self.runtime.parent is None
                 and (execute is None
                      or (execute.unconditional is None and execute.by_types is not None))
                 and not _propagator_of(self.callee)[1])
             self.execute_by_types = None if execute is None else execute.by_types
-            self.execute_only = (
-                execute.unconditional
-                if (execute is not None and plan.prehook is None and plan.posthook is None
-                    and plan.fallback is None)
-                else None)
+            self.execute_only = (execute.unconditional
+                                 if only_execute and execute is not None else None)
             self.generation = _generation
         return self.protocol is None
 
