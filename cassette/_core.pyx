@@ -832,6 +832,34 @@ cdef extern from *:
     bint cassette_builtin_instance(object obj)
 
 
+cdef extern from *:
+    """
+    /* A number or string: its type is immutable and holds no components,
+       so the bindings cache never has a record of it. */
+    static inline int cassette_recordless(PyObject *obj) {
+        PyTypeObject *t = Py_TYPE(obj);
+        return t == &PyFloat_Type || t == &PyLong_Type || t == &PyBool_Type
+            || t == &PyComplex_Type || t == &PyUnicode_Type;
+    }
+
+    /* A site's inline cache of handlers by operand types: a flat tuple of
+       (type, type, type or None, handler or None) entries.  The handler
+       for (ta, tb, tc) (borrowed), or NULL when no entry names them. */
+    static inline PyObject *cassette_cached_handler(PyObject *cache, PyObject *ta,
+                                                    PyObject *tb, PyObject *tc) {
+        Py_ssize_t n = PyTuple_GET_SIZE(cache);
+        for (Py_ssize_t i = 0; i + 3 < n; i += 4) {
+            if (PyTuple_GET_ITEM(cache, i) == ta && PyTuple_GET_ITEM(cache, i + 1) == tb
+                    && PyTuple_GET_ITEM(cache, i + 2) == tc)
+                return PyTuple_GET_ITEM(cache, i + 3);
+        }
+        return NULL;
+    }
+    """
+    bint cassette_recordless(object obj)
+    PyObject *cassette_cached_handler(tuple cache, object ta, object tb, object tc)
+
+
 cdef inline bint _any_tagged(tuple args):
     for arg in args:
         if _is_tagged(arg):
@@ -1844,6 +1872,12 @@ cdef class OperationSite:
     # and no hook or other handler exists (the shape of a tagging tool's
     # rules): called without the protocol's generic path.
     cdef object execute_only
+    # No hook and no handler but ``execute`` handlers chosen by argument
+    # types: the one the selector's cache names is called the same way.
+    cdef bint execute_selected
+    # What ``execute_by_types`` answered for the operand types this site
+    # has seen, most recent first: see ``_handler_for``.
+    cdef tuple handler_cache
 
     def __init__(self, Runtime runtime, kind):
         name, arrangement, negate = _ARRANGED.get(kind, (kind, 0, False))
@@ -1857,6 +1891,7 @@ cdef class OperationSite:
         self.generation = -1
         self.is_getitem = kind == "getitem"
         self.is_setitem = kind == "setitem"
+        self.handler_cache = ()
 
     cdef bint refresh(self):
         """Bring the plan up to date; True when no handler applies."""
@@ -1877,22 +1912,52 @@ cdef class OperationSite:
             self.execute_by_types = None if execute is None else execute.by_types
             self.execute_only = (execute.unconditional
                                  if only_execute and execute is not None else None)
+            self.execute_selected = (only_execute and execute is not None
+                                     and execute.unconditional is None
+                                     and execute.by_types is not None)
+            self.handler_cache = ()
             self.generation = _generation
         return self.protocol is None
 
-    cdef inline bint unhooked(self, tuple types):
+    cdef PyObject *_handler_for(self, object ta, object tb, object tc) except? NULL:
+        """The ``execute`` handler chosen for operands of types ``ta, tb[,
+        tc]`` (``tc`` None for two operands), None for none, as the
+        selector's cache by types has it; NULL while the selector has not
+        been asked (borrowed).  Answers are kept in ``handler_cache``
+        (compared by identity, without building a key) for the site's
+        last eight combinations of types."""
+        cdef PyObject *found = cassette_cached_handler(self.handler_cache, ta, tb, tc)
+        if found is not NULL:
+            return found
+        found = PyDict_GetItemWithError(
+            self.execute_by_types, (ta, tb) if tc is None else (ta, tb, tc))
+        if found is not NULL:
+            self.handler_cache = (ta, tb, tc, <object>found) + self.handler_cache[:28]
+        return found
+
+    cdef inline bint unhooked(self, object ta, object tb, object tc):
         """Under tagging: whether the protocol would come down to the
-        fallback's propagation for operands of ``types`` (no hook, no
-        handler for them — known once the selector has been asked), so that
-        an operation without metadata runs directly and a list element is
-        read or written here (as ``_call_tagged`` would)."""
-        cdef PyObject *hit
+        fallback's propagation for operands of types ``ta, tb[, tc]`` (no
+        hook, no handler for them — known once the selector has been
+        asked), so that an operation without metadata runs directly and a
+        list element is read or written here (as ``_call_tagged`` would)."""
+        cdef PyObject *found
         if not (self.unhooked_tagging and self.generation == _generation):
             return False
         if self.execute_by_types is None:
             return True
-        hit = PyDict_GetItemWithError(self.execute_by_types, types)
-        return hit is not NULL and <object>hit is None
+        found = self._handler_for(ta, tb, tc)
+        return found is not NULL and <object>found is None
+
+    cdef inline object _execute(self, object handler, object a, object b):
+        """The protocol of ``callee(a, b)`` when ``handler`` is the only one
+        that can run: called directly, with the protocol's tail
+        (``overdub_instead``) when it declines."""
+        out = self.runtime.invoke(handler, self.runtime.ctx, self.callee, a, b, 4, (), None)
+        if out is _OverdubInstead:
+            out = self.protocol.overdub_instead(self.runtime, self.callee, None,
+                                                self.callee, (a, b), None, self.name)
+        return (not out) if self.negate else out
 
     cdef inline bint _plain_operands(self, object a, object b):
         """Whether ``a`` and ``b`` (None: absent) carry no metadata: neither
@@ -1900,8 +1965,9 @@ cdef class OperationSite:
         if _is_tagged(a) or (b is not None and _is_tagged(b)):
             return False
         cdef dict entries = self.runtime._entries
-        return not entries or (_address(a) not in entries
-                                and (b is None or _address(b) not in entries))
+        return not entries or (
+            (cassette_recordless(a) or _address(a) not in entries)
+            and (b is None or cassette_recordless(b) or _address(b) not in entries))
 
     cdef object _operate(self, tuple args):
         cdef object out
@@ -1921,7 +1987,7 @@ cdef class OperationSite:
         """Whether the operation on the lone operand ``a`` is its plain
         implementation (the plan being up to date)."""
         return ((self.protocol is None and self.runtime.parent is None)
-                or (self.execute_by_types is None and self.unhooked(None)
+                or (self.execute_by_types is None and self.unhooked(None, None, None)
                     and self._plain_operands(a, None)))
 
     def call1(self, a):
@@ -1930,6 +1996,7 @@ cdef class OperationSite:
         return self._operate((a,))
 
     def call2(self, a, b):
+        cdef PyObject *handler
         if self.arrangement == 1:
             a, b = b, a
         if self.generation == _generation:
@@ -1937,13 +2004,16 @@ cdef class OperationSite:
                 out = self.implementation(a, b)
                 return (not out) if self.negate else out
             if self.execute_only is not None:
-                out = self.runtime.invoke(self.execute_only, self.runtime.ctx, self.callee,
-                                          a, b, 4, (), None)
-                if out is _OverdubInstead:
-                    out = self.protocol.overdub_instead(self.runtime, self.callee, None,
-                                                        self.callee, (a, b), None, self.name)
-                return (not out) if self.negate else out
-            if self.unhooked((type(a), type(b)) if self.execute_by_types is not None else None):
+                return self._execute(self.execute_only, a, b)
+            if self.execute_by_types is not None:
+                handler = self._handler_for(type(a), type(b), None)
+                if handler is NULL:           # the selector decides (and caches)
+                    return self._operate((a, b))
+                if <object>handler is not None:
+                    if self.execute_selected:
+                        return self._execute(<object>handler, a, b)
+                    return self._operate((a, b))
+            if self.unhooked_tagging:
                 if self._plain_operands(a, b):
                     out = self.implementation(a, b)
                     return (not out) if self.negate else out
@@ -1957,8 +2027,8 @@ cdef class OperationSite:
         if self.arrangement == 2:
             # a store: (value, container, key) on the stack
             if (self.is_setitem and type(b) is list and type(c) is int
-                    and cassette_builtin_instance(_innermost(a)) and self.unhooked(
-                        (list, int, type(a)) if self.execute_by_types is not None else None)):
+                    and cassette_builtin_instance(_innermost(a))
+                    and self.unhooked(list, int, type(a))):
                 if self._plain_operands(a, b):
                     self.implementation(b, c, a)
                     return None

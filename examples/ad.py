@@ -73,9 +73,16 @@ def differentiable(callee, chain_rule):
     return propagate
 
 
-#: A missing argument of a one- or two-number operation (called wrongly:
-#: the primitive raises its own error).
-_ABSENT = object()
+#: The argument types of a rule of two numbers: at least one of them tagged.
+#: (When both are, both registrations match; they name the same handler.)
+#: An operation on untagged numbers never calls the rule — which spares a
+#: numeric program's many operations on constants a Python call each.
+_EITHER_TAGGED = ((cassette.Tagged, object), (object, cassette.Tagged))
+
+
+def _register_binary(callee, handler):
+    for argtypes in _EITHER_TAGGED:
+        cassette.execute.register(ForwardAD, callee, *argtypes)(handler)
 
 
 def binary(callee, rule):
@@ -83,24 +90,22 @@ def binary(callee, rule):
     differentiable: ``rule(x, y, dx, dy)`` is the tangent of ``callee(x,
     y)``, a missing tangent being ``NO_TANGENT``."""
 
-    @cassette.execute.register(ForwardAD, callee)
-    def propagate(ctx, f, a=_ABSENT, b=_ABSENT, *rest):
+    def propagate(ctx, f, a, b):
         # This runs for every arithmetic operation of the program: it is
         # written for speed (no tuples, no loops).
         da = metadata(a, ctx)
         db = metadata(b, ctx)
         if da is NoMetaData:
             if db is NoMetaData:
-                return OverdubInstead      # nothing to differentiate here
+                return OverdubInstead      # tagged by another context only
             da = NO_TANGENT
         elif db is NoMetaData:
             db = NO_TANGENT
-        if rest or b is _ABSENT:
-            return OverdubInstead
         x = untag(a, ctx)
         y = untag(b, ctx)
         return tag(f(x, y), ctx, rule(x, y, da, db))
 
+    _register_binary(callee, propagate)
     return propagate
 
 
@@ -115,20 +120,18 @@ _ADD, _IADD, _SUB, _ISUB = operator.add, operator.iadd, operator.sub, operator.i
 _MUL, _IMUL, _DIV, _IDIV = operator.mul, operator.imul, operator.truediv, operator.itruediv
 
 
-def _arithmetic(ctx, f, a=_ABSENT, b=_ABSENT, *rest):
+def _arithmetic(ctx, f, a, b):
     """The handler of ``+ - * /`` and their in-place forms: :func:`binary`'s
     handler with the four rules written inline (it runs for nearly every
-    operation of a numeric program: one Python frame instead of two)."""
+    operation on tagged numbers: one Python frame instead of two)."""
     da = metadata(a, ctx)
     db = metadata(b, ctx)
     if da is NoMetaData:
         if db is NoMetaData:
-            return OverdubInstead      # nothing to differentiate here
+            return OverdubInstead      # tagged by another context only
         da = NO_TANGENT
     elif db is NoMetaData:
         db = NO_TANGENT
-    if rest or b is _ABSENT:
-        return OverdubInstead
     x = untag(a, ctx)
     y = untag(b, ctx)
     if f is _MUL or f is _IMUL:
@@ -141,7 +144,7 @@ def _arithmetic(ctx, f, a=_ABSENT, b=_ABSENT, *rest):
 
 
 for _callee in (_ADD, _IADD, _SUB, _ISUB, _MUL, _IMUL, _DIV, _IDIV):
-    cassette.execute.register(ForwardAD, _callee)(_arithmetic)
+    _register_binary(_callee, _arithmetic)
 for _callee in (operator.pow, operator.ipow):
     binary(_callee, _power_rule)
 
@@ -150,10 +153,10 @@ def unary(callee, rule):
     """Register ``callee`` — a function of one number — as differentiable:
     ``rule(x, dx)`` is the tangent of ``callee(x)``."""
 
-    @cassette.execute.register(ForwardAD, callee)
-    def propagate(ctx, f, a=_ABSENT, *rest):
+    @cassette.execute.register(ForwardAD, callee, cassette.Tagged)
+    def propagate(ctx, f, a):
         da = metadata(a, ctx)
-        if da is NoMetaData or rest:
+        if da is NoMetaData:               # tagged by another context only
             return OverdubInstead
         x = untag(a, ctx)
         return tag(f(x), ctx, rule(x, da))
