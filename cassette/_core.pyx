@@ -857,6 +857,12 @@ cdef extern from *:
     }
     """
     bint cassette_recordless(object obj)
+
+cdef extern from *:
+    """
+    static inline Py_ssize_t cassette_refcount(PyObject *obj) { return Py_REFCNT(obj); }
+    """
+    Py_ssize_t cassette_refcount(PyObject *obj)
     PyObject *cassette_cached_handler(tuple cache, object ta, object tb, object tc)
 
 
@@ -952,10 +958,26 @@ cdef class Runtime:
     # Under tagging: the context's tag and its bindings cache's entries.
     cdef object _tag
     cdef dict _entries
+    # What tells whether another context may adopt this runtime (see
+    # ``adopt``): runs in progress, live runtimes nested in this one (each
+    # counts itself in the parent it holds in ``_counted_parent``), weak
+    # references to the code objects bound here, and whether code or the
+    # context itself was handed out.
+    cdef Py_ssize_t _depth
+    cdef Py_ssize_t _children
+    cdef PyObject *_counted_parent
+    cdef list _bound
+    cdef bint _handed_out
+    cdef list _propagation_sites
 
     def __init__(self, ctx, parent=None):
         self.ctx = ctx
         self.parent = parent
+        if parent is not None:
+            (<Runtime>parent)._children += 1
+            Py_INCREF(parent)
+            self._counted_parent = <PyObject *>parent
+        self._bound = []
         self._retained = True
         chain = [type(ctx)]
         outer = parent
@@ -964,6 +986,12 @@ cdef class Runtime:
             outer = outer.parent
         self._ctx_types = tuple(chain)
         self._reset()
+
+    def __dealloc__(self):
+        if self._counted_parent is not NULL:
+            (<Runtime>self._counted_parent)._children -= 1
+            Py_DECREF(<object>self._counted_parent)
+            self._counted_parent = NULL
 
     cdef _reset(self):
         self._generation = _generation
@@ -974,6 +1002,7 @@ cdef class Runtime:
         self._closures = {}
         self._bodies = {}
         self._slots = {}
+        self._propagation_sites = []
         self._droppers = {}
         self._next_site = None
         self._tag = getattr(self.ctx, "tag", None)
@@ -1009,11 +1038,13 @@ cdef class Runtime:
             if name == "runtime":
                 return self
             if name == "context":
+                self._handed_out = True
                 return self.ctx
             if name in _STRUCTURAL:
                 value = getattr(self, _STRUCTURAL[name])
             elif name in dispatch.TAGGING_SLOTS:
-                site = PropagationSite(self, name, engine.tagging_slot(self, name))
+                site = PropagationSite(self, name)
+                self._propagation_sites.append(site)
                 count = _PROPAGATION_OPERANDS[name]
                 value = site.call1 if count == 1 else site.call2 if count == 2 else site.call3
             else:
@@ -1196,13 +1227,82 @@ cdef class Runtime:
             entry = <FunctionEntry>found
             if entry.matches(function):
                 return entry.target
-        body = engine.rewritten_function(function, self.kinds, self.slot, self.passes)
+        body = engine.rewritten_function(function, self)
         if function.__closure__ is None:
             entry = FunctionEntry()
             entry.record(function)
             entry.target = body
             self._keep(self._bodies, function, entry)
         return body
+
+    def bind(self, template, escapes=False):
+        """``template``'s code with its slots bound to this runtime; code
+        that is new (the template had slots) is noted for ``adopt``, and
+        ``escapes`` (the code is handed to the user) rules adoption out."""
+        code = template.bind(self.slot)
+        if escapes:
+            self._handed_out = True
+        elif code is not template.code:
+            if len(self._bound) >= CACHE_MAX:      # dead ones (see _idle)
+                self._bound = [ref for ref in self._bound
+                               if PyWeakref_GetObject(ref) != <PyObject *>None]
+            self._bound.append(PyWeakref_NewRef(code, None))
+        return code
+
+    # -- adoption -----------------------------------------------------------
+
+    cdef bint _idle(self):
+        """Whether nothing can run code bound here: no run in progress, no
+        nested runtime alive, and each bound code object still alive is
+        referred to only once — by the one function this runtime made and
+        keeps (a frame running it, a suspended generator, a traceback
+        would hold another reference)."""
+        cdef PyObject *code
+        cdef list alive = []
+        if self._depth or self._children or self._handed_out:
+            return False
+        for ref in self._bound:
+            code = PyWeakref_GetObject(ref)
+            if code != <PyObject *>None:
+                if cassette_refcount(code) != 1:
+                    return False
+                alive.append(ref)
+        self._bound = alive
+        return True
+
+    def adopt(self, ctx):
+        """Serve ``ctx`` from now on instead of this runtime's context, and
+        return True, when ``ctx`` is a fresh context (no runtime yet) of the
+        same class, pass and tagging as the current one, neither enclosed,
+        and this runtime is idle (``_idle``).  Everything bound here stays:
+        the rewritten code, its sites and their warmed-up caches — what a
+        fresh runtime would spend most of a short run rebuilding.  The old
+        context loses its runtime (it gets a new one if it runs again).
+
+        The switch is made before any Python code runs, so another thread
+        cannot see it half done; one that took this runtime from the old
+        context just before is sent back by ``run``'s ``ctx`` check."""
+        old = self.ctx
+        if (ctx is old or type(ctx) is not type(old) or self.parent is not None
+                or not self._retained or not self._idle()):
+            return False
+        if (PyObject_GenericGetAttr(ctx, "_runtime") is not None
+                or PyObject_GenericGetAttr(ctx, "pass_") is not PyObject_GenericGetAttr(old, "pass_")):
+            return False
+        tag = PyObject_GenericGetAttr(ctx, "tag")
+        if (tag is None) != (self._tag is None):
+            return False
+        self.ctx = ctx
+        self._tag = tag
+        self._entries = (PyObject_GenericGetAttr(PyObject_GenericGetAttr(ctx, "bindingscache"),
+                                                 "entries")
+                         if tag is not None else None)
+        PyObject_GenericSetAttr(old, "_runtime", None)
+        PyObject_GenericSetAttr(ctx, "_runtime", self)
+        # The only parts that hold a context rather than this runtime.
+        for site in self._propagation_sites:
+            (<PropagationSite>site).serve(self)
+        return True
 
     def instantiation(self, cls):
         """The body of calling class ``cls`` (as :func:`engine.instantiate`)."""
@@ -1219,13 +1319,24 @@ cdef class Runtime:
         """Call ``f`` as an operation of this context."""
         return self.resolve(f)(*args, **kwargs)
 
-    def run(self, f, args, kwargs):
-        # The entry rewrites ``f`` without going through ``resolve``: bring
-        # the intercepted kinds up to date first.
-        if self._generation != _generation or self.passes != engine.context_passes(self):
-            self._reset()
-        routing.route_new_classes()
-        return engine.run(self, f, args, kwargs)
+    def run(self, f, args, kwargs, ctx=None):
+        """Run ``f(*args, **kwargs)`` overdubbed (the entry's work).  ``ctx``:
+        the context the caller took this runtime from; should another
+        context have adopted it since (another thread), the run goes to
+        ``ctx``'s own runtime instead."""
+        self._depth += 1
+        try:
+            if ctx is not None and ctx is not self.ctx:
+                from cassette.entry import runtime_of
+                return runtime_of(ctx).run(f, args, kwargs, ctx)
+            # The entry rewrites ``f`` without going through ``resolve``:
+            # bring the intercepted kinds up to date first.
+            if self._generation != _generation or self.passes != engine.context_passes(self):
+                self._reset()
+            routing.route_new_classes()
+            return engine.run(self, f, args, kwargs)
+        finally:
+            self._depth -= 1
 
     # -- the protocol -------------------------------------------------------
 
@@ -1255,7 +1366,7 @@ cdef class Runtime:
         # A vectorcall object calling a fast-call method: no recursion level
         # of its own (a callable object would cost one per call on 3.11,
         # and a C level on 3.13), named like the primitive.
-        tagged = TaggedPrimitive(self.ctx, self._tag, self._entries, callee, primitive)
+        tagged = TaggedPrimitive(self, callee, primitive)
         return cassette_primitive_named(tagged, callee)
 
     cdef object primitive(self, callee, f, tuple args, dict kwargs):
@@ -1630,14 +1741,12 @@ cdef class TaggedPrimitive:
     """What a primitive is under tagging: the state of the fallback
     (:func:`_call_tagged`) that the Primitive wrapping it runs."""
 
-    cdef object ctx, tag, callee, primitive
-    cdef dict entries
+    cdef Runtime runtime     # its context, tag and entries: read at each call
+    cdef object callee, primitive
     cdef tuple propagation
 
-    def __init__(self, ctx, tag, entries, callee, primitive):
-        self.ctx = ctx
-        self.tag = tag
-        self.entries = entries
+    def __init__(self, Runtime runtime, callee, primitive):
+        self.runtime = runtime
         self.callee = callee
         self.primitive = primitive
         self.propagation = _propagator_of(callee)
@@ -1660,7 +1769,8 @@ cdef object _tagged_vectorcall(object state, PyObject **args, size_t nargsf,
         keywords = {}
         for i in range(nkw):
             keywords[(<tuple>kwnames)[i]] = <object>args[nargs + i]
-    return _call_tagged(tagged.ctx, tagged.tag, tagged.entries, tagged.propagation,
+    cdef Runtime runtime = tagged.runtime
+    return _call_tagged(runtime.ctx, runtime._tag, runtime._entries, tagged.propagation,
                         tagged.primitive, positional, keywords)
 
 
@@ -1687,18 +1797,32 @@ cdef class PropagationSite:
     no tagged value, nothing recorded — is decided here, without a Python
     frame; anything else goes to the propagation layer's ``slow`` slot."""
 
-    cdef object tag, slow
+    cdef Runtime runtime
+    cdef object tag, slow, name
     cdef dict entries
     cdef int kind
     cdef bint direct
 
-    def __init__(self, Runtime runtime, name, slow):
+    def __init__(self, Runtime runtime, name):
+        self.name = name
+        self.kind = _PROPAGATION_KINDS[name]
+        self.serve(runtime)
+
+    cdef serve(self, Runtime runtime):
+        """Take the context of ``runtime`` (anew when it adopts another);
+        the slow path is made when first needed."""
+        self.runtime = runtime
         self.tag = runtime._tag
         self.entries = runtime._entries
-        self.slow = slow
-        self.kind = _PROPAGATION_KINDS[name]
+        self.slow = None
         self.direct = runtime._tagging and not (
             runtime.parent is not None and engine.chain_has_tagging(runtime.parent))
+
+    cdef object _slow(self):
+        """The propagation layer's slot (it closes over the context)."""
+        if self.slow is None:
+            self.slow = engine.tagging_slot(self.runtime, self.name)
+        return self.slow
 
     cdef inline bint _recorded(self, object obj):
         return bool(self.entries) and _address(obj) in self.entries
@@ -1717,7 +1841,7 @@ cdef class PropagationSite:
                 out = _unpacked_in_step(self.tag, self.entries, a)
                 if out is not None:
                     return out
-        return self.slow(a)
+        return self._slow()(a)
 
     def call2(self, a, b):
         cdef object namespace
@@ -1741,13 +1865,13 @@ cdef class PropagationSite:
                     namespace = <object>PyEval_GetGlobals()
                     if not self._recorded(namespace):
                         return a
-        return self.slow(a, b)
+        return self._slow()(a, b)
 
     def call3(self, a, b, c):
         if self.direct and not _is_tagged(a) and not _is_tagged(b) and not self._recorded(c):
             c[a] = b
             return None
-        return self.slow(a, b, c)
+        return self._slow()(a, b, c)
 
 
 cdef class NotOverdubbed:

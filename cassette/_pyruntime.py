@@ -297,12 +297,23 @@ class Runtime:
                 and entry[4] is function.__name__
                 and entry[5] is function.__qualname__):
             return entry[2]
-        body = engine.rewritten_function(function, self.kinds, self.slot, self.passes)
+        body = engine.rewritten_function(function, self)
         if function.__closure__ is None:
             self._keep(self._bodies, function, (function.__code__, function.__defaults__, body,
                                                 function.__kwdefaults__, function.__name__,
                                                 function.__qualname__))
         return body
+
+    def bind(self, template, escapes=False):
+        """``template``'s code with its slots bound to this runtime."""
+        return template.bind(self.slot)
+
+    def adopt(self, ctx):
+        """Never: code bound here closes over this runtime's context (its
+        propagation slots are the propagation layer's closures), so this
+        runtime cannot serve another.  The Cython core's runtimes can
+        (see ``entry.runtime_of``)."""
+        return False
 
     def instantiation(self, cls):
         """The body of calling class ``cls`` (see :func:`engine.instantiate`)."""
@@ -377,10 +388,12 @@ class Runtime:
                 self.invoke(handler, ctx, out, callee, *args, **kwargs)
         return out
 
-    def run(self, f, args, kwargs):
+    def run(self, f, args, kwargs, ctx=None):
         # The entry rewrites ``f`` without going through ``resolve``: bring
         # the intercepted kinds up to date first (a hook may have been
-        # registered since this runtime last ran).
+        # registered since this runtime last ran).  (``ctx``, the context
+        # the caller expects this runtime to serve, always is: a pure-Python
+        # runtime is never adopted.)
         if self.generation != _generation() or self.passes != engine.context_passes(self):
             self._reset()
         return engine.run(self, f, args, kwargs)

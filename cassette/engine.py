@@ -127,14 +127,15 @@ def context_passes(runtime):
     return tuple(passes)
 
 
-def rewritten_function(function, kinds, slot_values, passes=()):
-    """A new function running ``function``'s body transformed by ``passes``
-    and rewritten for ``kinds``, with the template's slots bound by
-    ``slot_values``; same globals, closure, defaults and names, so it
+def rewritten_function(function, runtime, escapes=False):
+    """A new function running ``function``'s body transformed by
+    ``runtime``'s passes and rewritten for its kinds, with the template's
+    slots bound to ``runtime`` (``Runtime.bind``; ``escapes``: the code is
+    handed to the user); same globals, closure, defaults and names, so it
     behaves as the original."""
-    template = template_for(function.__code__, kinds, passes, function)
+    template = template_for(function.__code__, runtime.kinds, runtime.passes, function)
     clone = types.FunctionType(
-        template.bind(slot_values), function.__globals__, function.__name__,
+        runtime.bind(template, escapes), function.__globals__, function.__name__,
         function.__defaults__, function.__closure__,
     )
     clone.__kwdefaults__ = function.__kwdefaults__
@@ -406,7 +407,7 @@ def run_source(runtime, evaluate, /, *args, **kwargs):
         if code is None or not isinstance(globals_, dict):
             return evaluate(source, globals_, locals_)   # the builtin's own error
         if not callables.is_library_code(code):
-            code = template_for(code, runtime.kinds, runtime.passes).bind(runtime.slot)
+            code = runtime.bind(template_for(code, runtime.kinds, runtime.passes))
         if evaluate is exec:
             return exec(code, globals_, locals_, closure=closure)
         return eval(code, globals_, locals_)

@@ -12,6 +12,7 @@ reason: a Python function cannot keep its own frame out of a traceback.
 import collections
 import os
 import sys
+import threading
 
 from . import callables
 from .engine import check_arguments, operation_has_body
@@ -37,23 +38,35 @@ else:
 RUNTIMES_KEPT = 16
 
 _recent_runtimes = collections.OrderedDict()
+# Serialises runtime_of: iterating over the recent runtimes can let another
+# thread in (a garbage collection run by an allocation calls finalizers).
+_recent_lock = threading.RLock()
 
 
 def runtime_of(ctx):
-    """The runtime serving ``ctx`` at top level (created on first use),
-    noted as the most recently entered."""
-    runtime = ctx._runtime
-    if runtime is None:
-        runtime = ctx._runtime = Runtime(ctx)
-    recent = _recent_runtimes
-    if recent and next(reversed(recent)) is runtime:
+    """The runtime serving ``ctx`` at top level, noted as the most recently
+    entered.  On first use: the runtime of an earlier context of the same
+    kind that is done with it, when one adopts ``ctx`` (``Runtime.adopt``:
+    a context per call, as ``enabletagging`` makes, then costs no new
+    rewriting and no new warm-up), else a new one."""
+    with _recent_lock:
+        recent = _recent_runtimes
+        runtime = ctx._runtime
+        if runtime is None:
+            for candidate in reversed(recent):
+                if candidate.adopt(ctx):
+                    runtime = candidate
+                    break
+            else:
+                runtime = ctx._runtime = Runtime(ctx)
+        if recent and next(reversed(recent)) is runtime:
+            return runtime
+        runtime.retain()
+        recent[runtime] = None
+        recent.move_to_end(runtime)
+        while len(recent) > RUNTIMES_KEPT:
+            recent.popitem(last=False)[0].release()
         return runtime
-    runtime.retain()
-    recent[runtime] = None
-    recent.move_to_end(runtime)
-    while len(recent) > RUNTIMES_KEPT:
-        recent.popitem(last=False)[0].release()
-    return runtime
 
 
 def _overdub(ctx, f, /, *args, **kwargs):
@@ -66,7 +79,7 @@ def _overdub(ctx, f, /, *args, **kwargs):
     context intercepts everything the inner run does, its handlers included.
     """
     check_arguments(ctx, f)
-    return runtime_of(ctx).run(f, args, kwargs)
+    return runtime_of(ctx).run(f, args, kwargs, ctx)
 
 
 try:

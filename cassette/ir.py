@@ -330,8 +330,7 @@ def rewritten_code(ctx, f):
     if not hasattr(function, "__code__"):
         raise TypeError(f"rewritten_code: {f!r} has no Python code of its own")
     runtime = entry.runtime_of(ctx)
-    return engine.rewritten_function(function, runtime.kinds, runtime.slot,
-                                     runtime.passes).__code__
+    return engine.rewritten_function(function, runtime, escapes=True).__code__
 
 
 def dis(ctx, f, *, file=None):

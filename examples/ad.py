@@ -299,12 +299,18 @@ def _sum(ctx, f, iterable, start=0):
     return tag(total, ctx, total_tangent)
 
 
+def _call(f, argument):
+    """``f(argument)``, overdubbed: the call of ``f`` itself is then an
+    operation of the context (a primitive such as math.sin included).  A
+    module-level function, not a lambda made per call: its rewritten body
+    is made once and kept."""
+    return f(argument)
+
+
 def derivative(f, x):
     """d f / d x at ``x``, for a function of one number."""
     ctx = enabletagging(ForwardAD(), f)
-    # ``f`` is called from overdubbed code, so the call of ``f`` itself is
-    # an operation of the context (a primitive such as math.sin included).
-    out = cassette.overdub(ctx, lambda value: f(value), tag(x, ctx, 1.0))
+    out = cassette.overdub(ctx, _call, f, tag(x, ctx, 1.0))
     return tangent(out, ctx)
 
 
@@ -318,7 +324,7 @@ def directional_derivative(f, xs, direction):
         point = tag(xs, ctx, np.asarray(direction, dtype=float))
     else:
         point = [tag(x, ctx, float(d)) for x, d in zip(xs, direction)]
-    out = cassette.overdub(ctx, lambda values: f(values), point)
+    out = cassette.overdub(ctx, _call, f, point)
     if isinstance(out, (list, tuple)):
         components = cassette.metameta(out, ctx)
         if components is cassette.NoMetaMeta:

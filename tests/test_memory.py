@@ -70,8 +70,11 @@ def test_a_generator_outlives_its_context_and_its_released_runtime():
     payload = Payload()
     generator = cassette.overdub(Probe(metadata=payload), numbers, 4)
     assert next(generator) == 1
-    for i in range(2 * entry.RUNTIMES_KEPT):     # push its runtime out
-        cassette.overdub(Probe(metadata=Payload()), program, i)
+    for i in range(2 * entry.RUNTIMES_KEPT):
+        # Push its runtime out: contexts of other classes (a context of
+        # Probe would adopt one runtime again and again; see test_adoption).
+        other = type(f"Other{i}", (Probe,), {})
+        cassette.overdub(other(metadata=Payload()), program, i)
     gc.collect()
     assert list(generator) == [2, 3, 4]
     assert payload.count(leaf) == 4               # still seen by its context
