@@ -22,7 +22,7 @@ import types
 from cassette import callables, dispatch, engine, routing
 from cassette._singletons import NoMetaData, OverdubInstead
 from cassette.operations import OPERATIONS
-from cassette.rewrite import EXHAUSTED, operand_count
+from cassette.rewrite import EXHAUSTED
 
 cdef extern from "Python.h":
     ctypedef struct PyFunctionObject:
@@ -611,6 +611,75 @@ cdef extern from *:
         return cassette_primitive_named(target, target);
     }
 
+    /* The constant rewritten code calls for an operator or propagation
+       slot: it calls its site's C entry with the operands, without a bound
+       method or argument parsing (``call``: set by the Cython module). */
+    typedef PyObject *(*cassette_site_entry)(PyObject *, PyObject *const *, Py_ssize_t);
+    typedef struct {
+        PyObject_HEAD
+        PyObject *site;
+        vectorcallfunc vectorcall;
+        cassette_site_entry call;
+    } CassetteSlot;
+
+    static PyObject *cassette_slot_call(PyObject *self, PyObject *const *args,
+                                        size_t nargsf, PyObject *kwnames) {
+        if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
+            PyErr_SetString(PyExc_TypeError, "an operation slot takes no keyword arguments");
+            return NULL;
+        }
+        CassetteSlot *slot = (CassetteSlot *)self;
+        return slot->call(slot->site, args, PyVectorcall_NARGS(nargsf));
+    }
+
+    static int cassette_slot_traverse(PyObject *self, visitproc visit, void *arg) {
+        Py_VISIT(((CassetteSlot *)self)->site);
+        return 0;
+    }
+
+    static int cassette_slot_clear(PyObject *self) {
+        Py_CLEAR(((CassetteSlot *)self)->site);
+        return 0;
+    }
+
+    static void cassette_slot_dealloc(PyObject *self) {
+        PyObject_GC_UnTrack(self);
+        Py_CLEAR(((CassetteSlot *)self)->site);
+        PyObject_GC_Del(self);
+    }
+
+    static PyObject *cassette_slot_repr(PyObject *self) {
+        return PyUnicode_FromFormat("<slot of %R>", ((CassetteSlot *)self)->site);
+    }
+
+    static PyTypeObject CassetteSlotType = {
+        PyVarObject_HEAD_INIT(NULL, 0)
+        .tp_name = "cassette._core.Slot",
+        .tp_basicsize = sizeof(CassetteSlot),
+        .tp_dealloc = cassette_slot_dealloc,
+        .tp_vectorcall_offset = offsetof(CassetteSlot, vectorcall),
+        .tp_call = PyVectorcall_Call,
+        .tp_repr = cassette_slot_repr,
+        .tp_traverse = cassette_slot_traverse,
+        .tp_clear = cassette_slot_clear,
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+        .tp_doc = "An operation slot of rewritten code: calls its site.",
+    };
+
+    static PyObject *cassette_slot_new(PyObject *site, void *call) {
+        if (!(CassetteSlotType.tp_flags & Py_TPFLAGS_READY)
+                && PyType_Ready(&CassetteSlotType) < 0)
+            return NULL;
+        CassetteSlot *self = PyObject_GC_New(CassetteSlot, &CassetteSlotType);
+        if (self == NULL) return NULL;
+        Py_INCREF(site);
+        self->site = site;
+        self->vectorcall = cassette_slot_call;
+        self->call = (cassette_site_entry)call;
+        PyObject_GC_Track(self);
+        return (PyObject *)self;
+    }
+
     static void cassette_install_argument_routing(PyObject *route_argument,
                                                   PyObject *partial_type,
                                                   PyObject *method_wrapper_type) {
@@ -626,6 +695,7 @@ cdef extern from *:
     object cassette_handler_being_called()
     object cassette_primitive_new(object target)
     object cassette_primitive_named(object target, object named)
+    object cassette_slot_new(object site, void *call)
     void cassette_install_tagged_call(void *call, object type)
     int cassette_class_seen(PyTypeObject *tp)
     void cassette_class_saw(PyTypeObject *tp)
@@ -1045,13 +1115,9 @@ cdef class Runtime:
             elif name in dispatch.TAGGING_SLOTS:
                 site = PropagationSite(self, name)
                 self._propagation_sites.append(site)
-                count = _PROPAGATION_OPERANDS[name]
-                value = site.call1 if count == 1 else site.call2 if count == 2 else site.call3
+                value = cassette_slot_new(site, <void *>_propagation_entry)
             else:
-                site = OperationSite(self, name)
-                count = operand_count(name)
-                value = (site.call1 if count == 1 else site.call2 if count == 2
-                         else site.call3 if count == 3 else site.call4)
+                value = cassette_slot_new(OperationSite(self, name), <void *>_operation_entry)
             self._slots[name] = value
         return value
 
@@ -1160,7 +1226,7 @@ cdef class Runtime:
         if site.refresh() or site.runs_directly(iterator):
             return next(iterator, _EXHAUSTED)
         try:
-            return site.call1(iterator)
+            return site._call1(iterator)
         except StopIteration:
             return _EXHAUSTED
 
@@ -1546,6 +1612,7 @@ cdef tuple _propagator_of(object callee):
 
 
 cdef object _UNDECIDED = object()
+cdef object _UNRECORDED = object()
 cdef object _getitem_propagator = None
 cdef object _setitem_propagator = None
 
@@ -1577,7 +1644,11 @@ cdef list _parts_in_step(dict entries, object sequence):
     cdef PyObject *found = PyDict_GetItemWithError(entries, _address(sequence))
     if found is NULL:
         return None
-    record = <object>found
+    return _record_parts(<object>found, sequence)
+
+
+cdef list _record_parts(object record, object sequence):
+    """:func:`_parts_in_step` of the record found for ``sequence``."""
     if type(record) is not _record_type:
         _learn_record_type(type(record))
     if (_slot(record, _OFF_RECORD_WEAK, "weak") is not False
@@ -1629,10 +1700,15 @@ cdef inline Py_ssize_t _element_index(list container, object index):
 cdef object _list_read(object tag_, dict entries, list container, object index):
     """``container[index]`` (an int index) when ``entries`` records the
     list's elements in step with it — the common case of a list built in
-    the run — tagged with the element's metadata; ``_UNDECIDED`` for
-    everything else (the propagation layer decides)."""
-    cdef list parts = _parts_in_step(entries, container)
+    the run — tagged with the element's metadata; ``_UNRECORDED`` when
+    ``entries`` has no record of the list (a plain read);  ``_UNDECIDED``
+    for everything else (the propagation layer decides)."""
+    cdef PyObject *found = PyDict_GetItemWithError(entries, _address(container))
+    cdef list parts
     cdef Py_ssize_t i
+    if found is NULL:
+        return _UNRECORDED
+    parts = _record_parts(<object>found, container)
     if parts is None:
         return _UNDECIDED
     i = _element_index(container, index)
@@ -1650,9 +1726,15 @@ cdef object _list_read(object tag_, dict entries, list container, object index):
 cdef object _list_write(object tag_, dict entries, object setitem, list container,
                         object index, object value):
     """``setitem(container, index, value)`` with the element's metadata
-    recorded, as :func:`_list_read` reads it; ``_UNDECIDED`` when not done."""
-    cdef list parts = _parts_in_step(entries, container)
+    recorded, as :func:`_list_read` reads it; ``_UNRECORDED`` (not done)
+    when ``entries`` has no record of the list, ``_UNDECIDED`` when not done
+    for another reason."""
+    cdef PyObject *found = PyDict_GetItemWithError(entries, _address(container))
+    cdef list parts
     cdef Py_ssize_t i
+    if found is NULL:
+        return _UNRECORDED
+    parts = _record_parts(<object>found, container)
     if parts is None:
         return _UNDECIDED
     i = _element_index(container, index)
@@ -1681,10 +1763,12 @@ cdef object _list_element(object tag_, dict entries, object propagate, object f,
     if type(args[1]) is not int:
         return _UNDECIDED
     if propagate is _getitem_propagator and len(args) == 2:
-        return _list_read(tag_, entries, <list>args[0], args[1])
-    if propagate is _setitem_propagator and len(args) == 3:
-        return _list_write(tag_, entries, f, <list>args[0], args[1], args[2])
-    return _UNDECIDED
+        out = _list_read(tag_, entries, <list>args[0], args[1])
+    elif propagate is _setitem_propagator and len(args) == 3:
+        out = _list_write(tag_, entries, f, <list>args[0], args[1], args[2])
+    else:
+        return _UNDECIDED
+    return _UNDECIDED if out is _UNRECORDED else out
 
 
 cdef object _make_tagged(object tag_, object value, object meta):
@@ -1777,13 +1861,6 @@ cdef object _tagged_vectorcall(object state, PyObject **args, size_t nargsf,
 cassette_install_tagged_call(<void *>_tagged_vectorcall, TaggedPrimitive)
 
 
-cdef dict _PROPAGATION_OPERANDS = {
-    "adopt": 1, "list_to_tuple": 1, "unpacked": 1, "keywords": 1, "list_append": 2,
-    "set_add": 2, "extended": 2, "is": 2, "is_not": 2, "load_global": 2,
-    "store_global": 2, "map_add": 3,
-}
-
-
 cdef dict _PROPAGATION_KINDS = {
     "adopt": 1, "list_to_tuple": 2, "unpacked": 3, "keywords": 4, "list_append": 5,
     "set_add": 6, "extended": 7, "is": 8, "is_not": 9, "load_global": 10,
@@ -1827,7 +1904,7 @@ cdef class PropagationSite:
     cdef inline bint _recorded(self, object obj):
         return bool(self.entries) and _address(obj) in self.entries
 
-    def call1(self, a):
+    cdef object _call1(self, a):
         if self.direct:
             if self.kind == 1:
                 if not _holds_tagged(a):
@@ -1843,7 +1920,7 @@ cdef class PropagationSite:
                     return out
         return self._slow()(a)
 
-    def call2(self, a, b):
+    cdef object _call2(self, a, b):
         cdef object namespace
         if self.direct:
             if self.kind == 5:
@@ -1867,7 +1944,7 @@ cdef class PropagationSite:
                         return a
         return self._slow()(a, b)
 
-    def call3(self, a, b, c):
+    cdef object _call3(self, a, b, c):
         if self.direct and not _is_tagged(a) and not _is_tagged(b) and not self._recorded(c):
             c[a] = b
             return None
@@ -2114,12 +2191,12 @@ cdef class OperationSite:
                 or (self.execute_by_types is None and self.unhooked(None, None, None)
                     and self._plain_operands(a, None)))
 
-    def call1(self, a):
+    cdef object _call1(self, a):
         if self.generation == _generation and self.runs_directly(a):
             return self.implementation(a)
         return self._operate((a,))
 
-    def call2(self, a, b):
+    cdef object _call2(self, a, b):
         cdef PyObject *handler
         if self.arrangement == 1:
             a, b = b, a
@@ -2138,26 +2215,29 @@ cdef class OperationSite:
                         return self._execute(<object>handler, a, b)
                     return self._operate((a, b))
             if self.unhooked_tagging:
-                if self._plain_operands(a, b):
-                    out = self.implementation(a, b)
-                    return (not out) if self.negate else out
                 if self.is_getitem and type(a) is list and type(b) is int:
                     out = _list_read(self.runtime._tag, self.runtime._entries, a, b)
+                    if out is _UNRECORDED:
+                        return self.implementation(a, b)
                     if out is not _UNDECIDED:
                         return out
+                elif self._plain_operands(a, b):
+                    out = self.implementation(a, b)
+                    return (not out) if self.negate else out
         return self._operate((a, b))
 
-    def call3(self, a, b, c):
+    cdef object _call3(self, a, b, c):
         if self.arrangement == 2:
             # a store: (value, container, key) on the stack
             if (self.is_setitem and type(b) is list and type(c) is int
                     and cassette_builtin_instance(_innermost(a))
                     and self.unhooked(list, int, type(a))):
-                if self._plain_operands(a, b):
-                    self.implementation(b, c, a)
-                    return None
                 out = _list_write(self.runtime._tag, self.runtime._entries, self.callee, b, c, a)
-                if out is not _UNDECIDED:
+                if out is _UNRECORDED:
+                    if self._plain_operands(a, None):
+                        self.implementation(b, c, a)
+                        return None
+                elif out is not _UNDECIDED:
                     return out
             args = (b, c, a)
         elif self.arrangement == 3:
@@ -2166,9 +2246,36 @@ cdef class OperationSite:
             args = (a, b, c)
         return self._operate(args)
 
-    def call4(self, a, b, c, d):
+    cdef object _call4(self, a, b, c, d):
         # setslice: (value, obj, start, stop)
         return self._operate((b, slice(c, d), a))
+
+
+cdef object _operation_entry(object site, PyObject **args, Py_ssize_t nargs):
+    """What the slot of an operation site runs (see ``cassette_slot_new``)."""
+    cdef OperationSite operation = <OperationSite>site
+    if nargs == 2:
+        return operation._call2(<object>args[0], <object>args[1])
+    if nargs == 1:
+        return operation._call1(<object>args[0])
+    if nargs == 3:
+        return operation._call3(<object>args[0], <object>args[1], <object>args[2])
+    if nargs == 4:
+        return operation._call4(<object>args[0], <object>args[1], <object>args[2],
+                                <object>args[3])
+    raise TypeError(f"the slot of {operation.name!r} takes 1 to 4 operands, got {nargs}")
+
+
+cdef object _propagation_entry(object site, PyObject **args, Py_ssize_t nargs):
+    """What the slot of a propagation site runs."""
+    cdef PropagationSite propagation = <PropagationSite>site
+    if nargs == 1:
+        return propagation._call1(<object>args[0])
+    if nargs == 2:
+        return propagation._call2(<object>args[0], <object>args[1])
+    if nargs == 3:
+        return propagation._call3(<object>args[0], <object>args[1], <object>args[2])
+    raise TypeError(f"the slot of {propagation.name!r} takes 1 to 3 operands, got {nargs}")
 
 
 # -- routing (see the comment on cassette_trampoline) -----------------------

@@ -134,11 +134,21 @@ def _arithmetic(ctx, f, a, b):
         db = NO_TANGENT
     x = untag(a, ctx)
     y = untag(b, ctx)
-    if f is _MUL or f is _IMUL:
+    # The operators themselves rather than calls of ``f``, except for the
+    # in-place forms (which may change ``x``, an array say, in place).
+    if f is _MUL:
+        return tag(x * y, ctx, da * y + x * db)
+    if f is _ADD:
+        return tag(x + y, ctx, da + db)
+    if f is _SUB:
+        return tag(x - y, ctx, da - db)
+    if f is _DIV:
+        return tag(x / y, ctx, (da * y - x * db) / (y * y))
+    if f is _IMUL:
         return tag(f(x, y), ctx, da * y + x * db)
-    if f is _ADD or f is _IADD:
+    if f is _IADD:
         return tag(f(x, y), ctx, da + db)
-    if f is _SUB or f is _ISUB:
+    if f is _ISUB:
         return tag(f(x, y), ctx, da - db)
     return tag(f(x, y), ctx, (da * y - x * db) / (y * y))
 
