@@ -772,12 +772,24 @@ cdef dict _ARRANGED = {
 }
 
 
-cdef object _select(object fixed, object selector, dict by_types, object ctx, tuple args):
+cdef inline long _owned(object tag, object value):
+    """1 when ``value`` is tagged with ``tag`` (its outermost tag), else 0."""
+    return 1 if (tag is not None and _is_tagged(value) and _tag_of(value) is tag) else 0
+
+
+cdef tuple _MASKS = tuple(range(8))     # own masks of up to three operands
+
+
+cdef object _select(object fixed, object selector, dict by_types, object tag, object ctx,
+                    tuple args):
     """The handler of one hook kind for ``args``: the one that always wins,
     else the selector's answer — read from its cache by argument types when
-    it has one (``Selector.by_types``), which spares calling ``select``."""
+    it has one (``Selector.by_types``, keyed as ``Selector.select`` keys it:
+    the types, then the mask of the arguments tagged with ``tag``, the
+    context's, when there are any), which spares calling ``select``."""
     cdef PyObject *hit
     cdef Py_ssize_t n, i
+    cdef long mask = 0
     if fixed is not None:
         return fixed
     if selector is None:
@@ -790,6 +802,11 @@ cdef object _select(object fixed, object selector, dict by_types, object ctx, tu
             key = (type(args[0]), type(args[1]))
         else:
             key = tuple([type(args[i]) for i in range(n)])
+        if tag is not None:
+            for i in range(n):
+                mask |= _owned(tag, args[i]) << i
+            if mask:
+                key += (mask,)
         hit = PyDict_GetItemWithError(by_types, key)
         if hit is not NULL:
             return <object>hit
@@ -857,15 +874,15 @@ cdef class Protocol:
         cdef object ctx = runtime.ctx
         cdef object handler
         cdef object out = _OverdubInstead
-        handler = _select(self.pre_fixed, self.pre_sel, self.pre_types, ctx, args)
+        handler = _select(self.pre_fixed, self.pre_sel, self.pre_types, runtime._tag, ctx, args)
         if handler is not None:
             runtime.invoke(handler, ctx, callee, None, None, 2, args, kwargs)
-        handler = _select(self.exe_fixed, self.exe_sel, self.exe_types, ctx, args)
+        handler = _select(self.exe_fixed, self.exe_sel, self.exe_types, runtime._tag, ctx, args)
         if handler is not None:
             out = runtime.invoke(handler, ctx, callee, None, None, 2, args, kwargs)
         if out is _OverdubInstead:
             out = self.overdub_instead(runtime, callee, body, primitive, args, kwargs, operation)
-        handler = _select(self.post_fixed, self.post_sel, self.post_types, ctx, args)
+        handler = _select(self.post_fixed, self.post_sel, self.post_types, runtime._tag, ctx, args)
         if handler is not None:
             runtime.invoke(handler, ctx, out, callee, None, 3, args, kwargs)
         return out
@@ -881,7 +898,8 @@ cdef class Protocol:
                 return _call_tuple(body, args, kwargs)
             finally:
                 cassette_recursion_credit(-1)
-        handler = _select(self.fb_fixed, self.fb_sel, self.fb_types, runtime.ctx, args)
+        handler = _select(self.fb_fixed, self.fb_sel, self.fb_types, runtime._tag, runtime.ctx,
+                          args)
         if ((handler is not None or (runtime._tagging and _any_tagged(args)))
                 and operation is not None and not _all_builtin(args)
                 and _operation_has_body(operation, args)):
@@ -913,15 +931,18 @@ cdef extern from *:
     }
 
     /* A site's inline cache of handlers by operand types: a flat tuple of
-       (type, type, type or None, handler or None) entries.  The handler
-       for (ta, tb, tc) (borrowed), or NULL when no entry names them. */
+       (type, type, type or None, own mask, handler or None) entries.  The
+       handler for (ta, tb, tc, mask) (borrowed), or NULL when no entry
+       names them. */
     static inline PyObject *cassette_cached_handler(PyObject *cache, PyObject *ta,
-                                                    PyObject *tb, PyObject *tc) {
+                                                    PyObject *tb, PyObject *tc,
+                                                    PyObject *mask) {
         Py_ssize_t n = PyTuple_GET_SIZE(cache);
-        for (Py_ssize_t i = 0; i + 3 < n; i += 4) {
+        for (Py_ssize_t i = 0; i + 4 < n; i += 5) {
             if (PyTuple_GET_ITEM(cache, i) == ta && PyTuple_GET_ITEM(cache, i + 1) == tb
-                    && PyTuple_GET_ITEM(cache, i + 2) == tc)
-                return PyTuple_GET_ITEM(cache, i + 3);
+                    && PyTuple_GET_ITEM(cache, i + 2) == tc
+                    && PyTuple_GET_ITEM(cache, i + 3) == mask)
+                return PyTuple_GET_ITEM(cache, i + 4);
         }
         return NULL;
     }
@@ -933,7 +954,8 @@ cdef extern from *:
     static inline Py_ssize_t cassette_refcount(PyObject *obj) { return Py_REFCNT(obj); }
     """
     Py_ssize_t cassette_refcount(PyObject *obj)
-    PyObject *cassette_cached_handler(tuple cache, object ta, object tb, object tc)
+    PyObject *cassette_cached_handler(tuple cache, object ta, object tb, object tc,
+                                      object mask)
 
 
 cdef inline bint _any_tagged(tuple args):
@@ -2120,34 +2142,39 @@ cdef class OperationSite:
             self.generation = _generation
         return self.protocol is None
 
-    cdef PyObject *_handler_for(self, object ta, object tb, object tc) except? NULL:
+    cdef PyObject *_handler_for(self, object ta, object tb, object tc, long mask) except? NULL:
         """The ``execute`` handler chosen for operands of types ``ta, tb[,
-        tc]`` (``tc`` None for two operands), None for none, as the
-        selector's cache by types has it; NULL while the selector has not
-        been asked (borrowed).  Answers are kept in ``handler_cache``
-        (compared by identity, without building a key) for the site's
-        last eight combinations of types."""
-        cdef PyObject *found = cassette_cached_handler(self.handler_cache, ta, tb, tc)
+        tc]`` (``tc`` None for two operands) of which those in ``mask`` are
+        tagged with the context's tag, None for none, as the selector's
+        cache by types has it (see ``_select``); NULL while the selector has
+        not been asked (borrowed).  Answers are kept in ``handler_cache``
+        (compared by identity, without building a key) for the site's last
+        eight combinations."""
+        cdef object mask_ = _MASKS[mask]
+        cdef PyObject *found = cassette_cached_handler(self.handler_cache, ta, tb, tc, mask_)
         if found is not NULL:
             return found
-        found = PyDict_GetItemWithError(
-            self.execute_by_types, (ta, tb) if tc is None else (ta, tb, tc))
+        key = (ta, tb) if tc is None else (ta, tb, tc)
+        if mask:
+            key += (mask_,)
+        found = PyDict_GetItemWithError(self.execute_by_types, key)
         if found is not NULL:
-            self.handler_cache = (ta, tb, tc, <object>found) + self.handler_cache[:28]
+            self.handler_cache = (ta, tb, tc, mask_, <object>found) + self.handler_cache[:35]
         return found
 
-    cdef inline bint unhooked(self, object ta, object tb, object tc):
+    cdef inline bint unhooked(self, object ta, object tb, object tc, long mask):
         """Under tagging: whether the protocol would come down to the
-        fallback's propagation for operands of types ``ta, tb[, tc]`` (no
-        hook, no handler for them — known once the selector has been
-        asked), so that an operation without metadata runs directly and a
-        list element is read or written here (as ``_call_tagged`` would)."""
+        fallback's propagation for operands of types ``ta, tb[, tc]``
+        (``mask``: as for ``_handler_for``) — no hook, no handler for them,
+        known once the selector has been asked — so that an operation
+        without metadata runs directly and a list element is read or
+        written here (as ``_call_tagged`` would)."""
         cdef PyObject *found
         if not (self.unhooked_tagging and self.generation == _generation):
             return False
         if self.execute_by_types is None:
             return True
-        found = self._handler_for(ta, tb, tc)
+        found = self._handler_for(ta, tb, tc, mask)
         return found is not NULL and <object>found is None
 
     cdef inline object _execute(self, object handler, object a, object b):
@@ -2188,7 +2215,7 @@ cdef class OperationSite:
         """Whether the operation on the lone operand ``a`` is its plain
         implementation (the plan being up to date)."""
         return ((self.protocol is None and self.runtime.parent is None)
-                or (self.execute_by_types is None and self.unhooked(None, None, None)
+                or (self.execute_by_types is None and self.unhooked(None, None, None, 0)
                     and self._plain_operands(a, None)))
 
     cdef object _call1(self, a):
@@ -2207,7 +2234,9 @@ cdef class OperationSite:
             if self.execute_only is not None:
                 return self._execute(self.execute_only, a, b)
             if self.execute_by_types is not None:
-                handler = self._handler_for(type(a), type(b), None)
+                tag = self.runtime._tag
+                handler = self._handler_for(type(a), type(b), None,
+                                            _owned(tag, a) | (_owned(tag, b) << 1))
                 if handler is NULL:           # the selector decides (and caches)
                     return self._operate((a, b))
                 if <object>handler is not None:
@@ -2231,7 +2260,7 @@ cdef class OperationSite:
             # a store: (value, container, key) on the stack
             if (self.is_setitem and type(b) is list and type(c) is int
                     and cassette_builtin_instance(_innermost(a))
-                    and self.unhooked(list, int, type(a))):
+                    and self.unhooked(list, int, type(a), _owned(self.runtime._tag, a) << 2)):
                 out = _list_write(self.runtime._tag, self.runtime._entries, self.callee, b, c, a)
                 if out is _UNRECORDED:
                     if self._plain_operands(a, None):

@@ -23,11 +23,12 @@ found for ``(type(ctx), f, args)``:
   callee.  Note the converse: registering a bound method registers its
   function, for every instance.
 * **Argtypes** (optional) match the positional arguments only; keywords never
-  take part.  An argtype is a class (``isinstance``), ``ANY`` (= ``object``),
-  an object implementing the argtype protocol (``_cassette_matches(value,
-  ctx) -> bool`` and ``_cassette_specificity() -> int``, e.g.
-  ``cassette.Tagged[T]``), or, as the last one only, ``Vararg(T)`` for zero or
-  more further arguments each matching ``T``.  Without ``Vararg`` the count
+  take part.  An argtype is a class (``isinstance``; a class of tagged
+  values, ``cassette.Tagged`` or ``cassette.Tagged[T]``, matches only values
+  tagged with respect to ``ctx``), ``ANY`` (= ``object``), an object
+  implementing the argtype protocol (``_cassette_matches(value, ctx) -> bool``
+  and ``_cassette_specificity() -> int``), or, as the last one only,
+  ``Vararg(T)`` for zero or more further arguments each matching ``T``.  Without ``Vararg`` the count
   of positional arguments must equal the number of argtypes.
 * **Specificity**, most significant first: a specific callee beats ``ANY``;
   then the more derived context class (earlier in ``type(ctx).__mro__``);
@@ -244,6 +245,17 @@ def _at_least_as_narrow(a, b):
     return False
 
 
+def _matches(t, value, ctx):
+    """Whether ``value`` matches argtype ``t``.  A class of tagged values
+    (``cassette.Tagged``, ``cassette.Tagged[T]``) matches only values tagged
+    with respect to ``ctx`` (SPEC §4)."""
+    if isinstance(t, type):
+        if not isinstance(value, t):
+            return False
+        return TAGGED is None or not issubclass(t, TAGGED) or own_mask(ctx, (value,)) == 1
+    return t._cassette_matches(value, ctx)
+
+
 # ---------------------------------------------------------------------------
 # Handlers and the registry
 
@@ -282,21 +294,12 @@ class _Handler:
         elif len(args) < n:
             return False
         for t, a in zip(fixed, args):
-            if isinstance(t, type):
-                if not isinstance(a, t):
-                    return False
-            elif not t._cassette_matches(a, ctx):
+            if not _matches(t, a, ctx):
                 return False
-        if vararg is not None:
-            if isinstance(vararg, type):
-                if vararg is not object:
-                    for a in args[n:]:
-                        if not isinstance(a, vararg):
-                            return False
-            else:
-                for a in args[n:]:
-                    if not vararg._cassette_matches(a, ctx):
-                        return False
+        if vararg is not None and vararg is not object:
+            for a in args[n:]:
+                if not _matches(vararg, a, ctx):
+                    return False
         return True
 
     def position(self, i):
@@ -359,9 +362,12 @@ class Selector:
     ``by_types``
         When the choice depends on the argument types alone (no argtype is
         an ABC or a protocol object): the cache ``select`` fills, a dict from
-        the tuple of the positional arguments' types to the handler (or
-        ``None``), which a runtime may read before calling ``select``.
-        Otherwise ``None``.
+        a key to the handler (or ``None``), which a runtime may read before
+        calling ``select``.  Otherwise ``None``.  The key is the tuple of
+        the positional arguments' types, followed by
+        ``own_mask(ctx, args)`` when that is not 0 (a value's type does not
+        tell which context's tag it carries; ``cassette.Tagged`` argtypes
+        match only the running context's).
     ``candidates``
         Every handler considered, most specific first (for introspection).
     """
@@ -434,6 +440,9 @@ class Selector:
                     key = (type(args[0]), type(args[1]), type(args[2]))
                 else:
                     key = tuple(map(type, args))
+                mask = own_mask(ctx, args)
+                if mask:
+                    key += (mask,)
                 found = get(key, miss)
                 if found is not miss:
                     return found
@@ -448,6 +457,9 @@ class Selector:
                     cache.clear()
                     token[0] = current
                 key = tuple(map(type, args))
+                mask = own_mask(ctx, args)
+                if mask:
+                    key += (mask,)
                 found = get(key, miss)
                 if found is not miss:
                     return found
@@ -696,6 +708,13 @@ SEES_TAGS = set()
 #: layer is loaded: the engine looks through such wrappers (their special
 #: methods only delegate) when it decides whether an operation has a body.
 TAGGED = None
+
+
+def own_mask(ctx, args):
+    """An int whose bit ``i`` is set when ``args[i]`` is tagged with respect
+    to ``ctx`` (its outermost tag is ``ctx``'s).  Placeholder until tagging
+    exists (the tagging layer rebinds it): 0."""
+    return 0
 
 
 def _untag_arguments(ctx, args, kwargs):

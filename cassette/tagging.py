@@ -624,7 +624,23 @@ def _accelerated():
 _python_api = (tag, untag, istagged, metadata)
 tag, untag, istagged, metadata = _accelerated()
 
+def own_mask(ctx, args):
+    """Bit ``i`` set when ``args[i]`` is tagged w.r.t. ``ctx`` (see
+    ``dispatch.own_mask``)."""
+    tag_ = getattr(ctx, "tag", None)
+    if tag_ is None:
+        return 0
+    mask = 0
+    bit = 1
+    for a in args:
+        if type(a) in _type_tags and _get(a, _TAG) is tag_:
+            mask |= bit
+        bit <<= 1
+    return mask
+
+
 _dispatch._untag_arguments = untag_arguments
 _dispatch.TAGGED = Tagged
+_dispatch.own_mask = own_mask
 _dispatch.SEES_TAGS.update((tag, untag, istagged, metadata, hasmetadata, metameta, hasmetameta)
                            + _python_api)

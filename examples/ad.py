@@ -73,10 +73,11 @@ def differentiable(callee, chain_rule):
     return propagate
 
 
-#: The argument types of a rule of two numbers: at least one of them tagged.
-#: (When both are, both registrations match; they name the same handler.)
-#: An operation on untagged numbers never calls the rule — which spares a
-#: numeric program's many operations on constants a Python call each.
+#: The argument types of a rule of two numbers: at least one of them tagged
+#: by the running context (when both are, both registrations match; they
+#: name the same handler).  An operation on untagged numbers never calls the
+#: rule — which spares a numeric program's many operations on constants a
+#: Python call each.
 _EITHER_TAGGED = ((cassette.Tagged, object), (object, cassette.Tagged))
 
 
@@ -97,7 +98,7 @@ def binary(callee, rule):
         db = metadata(b, ctx)
         if da is NoMetaData:
             if db is NoMetaData:
-                return OverdubInstead      # tagged by another context only
+                return OverdubInstead      # tagged without a tangent
             da = NO_TANGENT
         elif db is NoMetaData:
             db = NO_TANGENT
@@ -128,7 +129,7 @@ def _arithmetic(ctx, f, a, b):
     db = metadata(b, ctx)
     if da is NoMetaData:
         if db is NoMetaData:
-            return OverdubInstead      # tagged by another context only
+            return OverdubInstead      # tagged without a tangent
         da = NO_TANGENT
     elif db is NoMetaData:
         db = NO_TANGENT
@@ -166,7 +167,7 @@ def unary(callee, rule):
     @cassette.execute.register(ForwardAD, callee, cassette.Tagged)
     def propagate(ctx, f, a):
         da = metadata(a, ctx)
-        if da is NoMetaData:               # tagged by another context only
+        if da is NoMetaData:               # tagged without a tangent
             return OverdubInstead
         x = untag(a, ctx)
         return tag(f(x), ctx, rule(x, da))
@@ -267,7 +268,7 @@ def _item(ctx, f, container, key):
     """``a[key]`` of a tagged array is linear: its tangent is the tangent's
     ``[key]``."""
     t = metadata(container, ctx)
-    if t is NoMetaData:                # tagged by another context
+    if t is NoMetaData:                # tagged without a tangent
         return OverdubInstead
     key = untag(key, ctx)
     return tag(f(untag(container, ctx), key), ctx, NO_TANGENT if t is NO_TANGENT else t[key])

@@ -297,3 +297,38 @@ def test_fallback_calls_primitives_with_primal_values():
     seen.clear()
     cassette.overdub(ctx, run, x, z)
     assert seen[0][0] is float and isinstance(z, Tagged) and issubclass(seen[0][1], Tagged)
+
+
+class Dispatching(Numbers):
+    """A class of its own for the test below (its handler concerns no other
+    test)."""
+
+
+@pytest.mark.parametrize("argtype", [Tagged, Tagged[float]])
+def test_tagged_argtypes_match_values_tagged_by_the_running_context_only(argtype):
+    seen = []
+
+    def rule(ctx, f, a, b):
+        seen.append(metadata(a, ctx))
+        return cassette.OverdubInstead
+
+    def products(a, b):
+        return a * 3.0, b * 3.0
+
+    cassette.execute.register(Dispatching, operator.mul, argtype, object)(rule)
+    try:
+        other = enabletagging(Dispatching(), products)
+        running = enabletagging(Dispatching(), products)
+        foreign = tag(2.0, other, 1.0)
+        own = tag(5.0, running, 7.0)
+        # The same site sees a value of another context's tag, then its own.
+        for _ in range(2):
+            out = cassette.overdub(running, products, foreign, own)
+            assert [untag(untag(v, running), other) for v in out] == [6.0, 15.0]
+        assert seen == [7.0, 7.0]
+        # And the other way round: for `other`, its own value is the first.
+        seen.clear()
+        cassette.overdub(other, products, foreign, own)
+        assert seen == [1.0]
+    finally:
+        cassette.execute.unregister(rule)
