@@ -15,7 +15,7 @@ import weakref
 from . import callables, dispatch, engine
 from ._singletons import OverdubInstead
 from .operations import OPERATIONS
-from .rewrite import EXHAUSTED
+from .rewrite import EXHAUSTED, recursion_limit_lock
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
 from ._builtins import (AttributeError, BaseException, StopIteration, any,
@@ -441,7 +441,9 @@ def _call_body(body, args, kwargs):
     ``operate`` and this one) to every hooked level; they are credited back
     while the body runs.  Fixed-arity calls keep the interpreter from re-entering
     itself from C (``f(*args)`` does on 3.11 and 3.12)."""
-    _setrecursionlimit(_getrecursionlimit() + _HOOK_FRAMES)
+    # (No Python frame of cassette's here: the program may be at its limit.)
+    with recursion_limit_lock:
+        _setrecursionlimit(_getrecursionlimit() + _HOOK_FRAMES)
     try:
         if kwargs:
             return body(*args, **kwargs)
@@ -458,7 +460,8 @@ def _call_body(body, args, kwargs):
             return body(args[0], args[1], args[2], args[3])
         return body(*args)
     finally:
-        _setrecursionlimit(_getrecursionlimit() - _HOOK_FRAMES)
+        with recursion_limit_lock:
+            _setrecursionlimit(_getrecursionlimit() - _HOOK_FRAMES)
 
 
 _HOOK_FRAMES = 3

@@ -33,6 +33,7 @@ its operands in source order.
 
 import collections
 import sys
+import threading
 
 from bytecode import Bytecode, CellVar, CompilerFlags, Instr, Label, TryBegin
 
@@ -586,7 +587,7 @@ def template_for(code, kinds, passes=(), function=None):
     # Rewriting is cassette's work, not the program's: it must not spend
     # the program's recursion budget (a program running near its limit,
     # as CPython's recursion tests do, would fail in the middle of it).
-    sys.setrecursionlimit(sys.getrecursionlimit() + _REWRITE_FRAMES)
+    lend_frames(_REWRITE_FRAMES)
     try:
         rewritten = diskcache.load(code, kinds, passes)
         if rewritten is None:
@@ -594,7 +595,7 @@ def template_for(code, kinds, passes=(), function=None):
             if rewritten is not code:
                 diskcache.store(code, kinds, passes, rewritten)
     finally:
-        sys.setrecursionlimit(sys.getrecursionlimit() - _REWRITE_FRAMES)
+        lend_frames(-_REWRITE_FRAMES)
     template = Template(rewritten)
     _templates[key] = (code, template)
     while len(_templates) > TEMPLATES_MAX:
@@ -604,6 +605,17 @@ def template_for(code, kinds, passes=(), function=None):
 
 #: Frames the rewriting of a code object may use beyond the program's limit.
 _REWRITE_FRAMES = 200
+
+#: Held while cassette changes the recursion limit (for frames of its own):
+#: threads doing so at the same time must not lose one another's change,
+#: which would leave the program another limit.
+recursion_limit_lock = threading.Lock()
+
+
+def lend_frames(count):
+    """Raise the recursion limit by ``count`` (lower it, when negative)."""
+    with recursion_limit_lock:
+        sys.setrecursionlimit(sys.getrecursionlimit() + count)
 
 
 def _rewritten_code(code, kinds, passes, function):

@@ -150,6 +150,7 @@ def test_contexts_made_per_call_in_several_threads():
             if out != program(k * 1000 + i) or log.count(leaf) != 1:
                 failures.append((k, i, out, log))
 
+    limit = sys.getrecursionlimit()
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
@@ -161,6 +162,7 @@ def test_contexts_made_per_call_in_several_threads():
     finally:
         sys.setswitchinterval(interval)
     assert failures == []
+    assert sys.getrecursionlimit() == limit     # what cassette lends, it gives back
 
 
 def test_derivatives_made_one_after_another_and_nested():
