@@ -2382,23 +2382,22 @@ cdef object _tg_slow_istagged = None
 cdef object _tg_slow_metadata = None
 cdef object _tg_context = None      # cassette.Context
 cdef object _tg_tag_type = None     # cassette.tagging.Tag
-cdef dict _tg_type_tags = None      # tagged type -> weak reference to its tag
 cdef dict _tg_allowed = None        # (context class, primal type) -> allowed type
 cdef object _tg_meta_type = None    # cassette.Meta
 cdef object _tg_no_data = None      # NoMetaData
 cdef object _tg_no_meta = None      # NoMetaMeta
 
 
-def install_tagging_api(python_api, context, tag_type, tagged_base, type_tags, allowed, meta_type,
-                        no_data, no_meta):
+def install_tagging_api(python_api, context, tag_type, tagged_base, allowed, meta_type, no_data,
+                        no_meta):
     """Called once by ``cassette.tagging``: the Python definitions of ``tag``,
     ``untag``, ``istagged`` and ``metadata``, and what the fast paths read."""
     global _tg_slow_tag, _tg_slow_untag, _tg_slow_istagged, _tg_slow_metadata
-    global _tg_context, _tg_tag_type, _tg_type_tags, _tg_allowed
+    global _tg_context, _tg_tag_type, _tg_allowed
     global _tg_meta_type, _tg_no_data, _tg_no_meta
     _tg_slow_tag, _tg_slow_untag, _tg_slow_istagged, _tg_slow_metadata = python_api
     _tg_context, _tg_tag_type = context, tag_type
-    _tg_type_tags, _tg_allowed, _tg_meta_type = type_tags, allowed, meta_type
+    _tg_allowed, _tg_meta_type = allowed, meta_type
     _tg_no_data, _tg_no_meta = no_data, no_meta
     global _OFF_VALUE, _OFF_TAG, _OFF_META, _OFF_DATA, _OFF_METAMETA, _OFF_TAG_TYPES
     offsets = [cassette_slot_offset(vars(tagged_base)[name])
@@ -2538,7 +2537,7 @@ def tag(value, ctx, metadata=NoMetaData):
     cdef PyObject *found
     tag_ = _api_tag(ctx)
     primal_type = type(value)
-    if tag_ is None or primal_type in _tg_type_tags:
+    if tag_ is None or _is_tagged(value):        # the slow path tags tagged values
         return _tg_slow_tag(value, ctx, metadata)
     if metadata is not _tg_no_data:
         allowed = _allowed_metadata(type(ctx), primal_type)

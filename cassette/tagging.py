@@ -616,7 +616,7 @@ def _accelerated():
     if IMPLEMENTATION != "cython":
         return tag, untag, istagged, metadata
     from . import _core
-    _core.install_tagging_api((tag, untag, istagged, metadata), Context, Tag, Tagged, _type_tags,
+    _core.install_tagging_api((tag, untag, istagged, metadata), Context, Tag, Tagged,
                               _allowed_cache, Meta, NoMetaData, NoMetaMeta)
     return _core.tag, _core.untag, _core.istagged, _core.metadata
 
