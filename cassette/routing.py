@@ -52,6 +52,7 @@ _HEAPTYPE = callables.HEAPTYPE_FLAG
 _TYPE_SUBCLASS = callables.TYPE_SUBCLASS_FLAG
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
+_BuiltinFunctionType = types.BuiltinFunctionType
 _ModuleType = types.ModuleType
 _partial = functools.partial
 _MethodWrapperType = types.MethodWrapperType
@@ -228,7 +229,9 @@ def route_new_classes():
     if _route is None:
         return
     for name in _SYS_HOOKS:         # set at any time, so looked at each time
-        route_argument(getattr(sys, name, None))
+        hook = getattr(sys, name, None)
+        if type(hook) is not _BuiltinFunctionType:     # the default ones are
+            route_argument(hook)
     if len(sys.modules) == _modules_seen:
         return
     _modules_seen = len(sys.modules)
