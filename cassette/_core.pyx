@@ -2149,7 +2149,8 @@ cdef class OperationSite:
         cache by types has it (see ``_select``); NULL while the selector has
         not been asked (borrowed).  Answers are kept in ``handler_cache``
         (compared by identity, without building a key) for the site's last
-        eight combinations."""
+        sixteen combinations (a site sees plain and tagged operands in each
+        order, and the tagged types of consecutive tags)."""
         cdef object mask_ = _MASKS[mask]
         cdef PyObject *found = cassette_cached_handler(self.handler_cache, ta, tb, tc, mask_)
         if found is not NULL:
@@ -2159,7 +2160,7 @@ cdef class OperationSite:
             key += (mask_,)
         found = PyDict_GetItemWithError(self.execute_by_types, key)
         if found is not NULL:
-            self.handler_cache = (ta, tb, tc, mask_, <object>found) + self.handler_cache[:35]
+            self.handler_cache = (ta, tb, tc, mask_, <object>found) + self.handler_cache[:75]
         return found
 
     cdef inline bint unhooked(self, object ta, object tb, object tc, long mask):
