@@ -1372,13 +1372,14 @@ cdef class Runtime:
         context just before is sent back by ``run``'s ``ctx`` check."""
         old = self.ctx
         if (ctx is old or type(ctx) is not type(old) or self.parent is not None
-                or not self._retained or not self._idle()):
+                or not self._retained):
             return False
-        if (PyObject_GenericGetAttr(ctx, "_runtime") is not None
-                or PyObject_GenericGetAttr(ctx, "pass_") is not PyObject_GenericGetAttr(old, "pass_")):
+        if PyObject_GenericGetAttr(ctx, "_runtime") is not None:
+            return False
+        if PyObject_GenericGetAttr(ctx, "pass_") is not PyObject_GenericGetAttr(old, "pass_"):
             return False
         tag = PyObject_GenericGetAttr(ctx, "tag")
-        if (tag is None) != (self._tag is None):
+        if (tag is None) != (self._tag is None) or not self._idle():
             return False
         self.ctx = ctx
         self._tag = tag

@@ -28,8 +28,9 @@ found for ``(type(ctx), f, args)``:
   tagged with respect to ``ctx``), ``ANY`` (= ``object``), an object
   implementing the argtype protocol (``_cassette_matches(value, ctx) -> bool``
   and ``_cassette_specificity() -> int``), or, as the last one only,
-  ``Vararg(T)`` for zero or more further arguments each matching ``T``.  Without ``Vararg`` the count
-  of positional arguments must equal the number of argtypes.
+  ``Vararg(T)`` for zero or more further arguments each matching ``T``.
+  Without ``Vararg`` the count of positional arguments must equal the
+  number of argtypes.
 * **Specificity**, most significant first: a specific callee beats ``ANY``;
   then the more derived context class (earlier in ``type(ctx).__mro__``);
   then a handler with argtypes beats one without; then, among handlers with
