@@ -772,9 +772,13 @@ cdef dict _ARRANGED = {
 }
 
 
-cdef inline long _owned(object tag, object value):
+cdef inline long _owned(object tag, object value) noexcept:
     """1 when ``value`` is tagged with ``tag`` (its outermost tag), else 0."""
-    return 1 if (tag is not None and _is_tagged(value) and _tag_of(value) is tag) else 0
+    if tag is None or not _is_tagged(value):
+        return 0
+    if _OFF_TAG >= 0:
+        return cassette_slot_get(value, _OFF_TAG) == <PyObject *>tag
+    return _tag_of(value) is tag
 
 
 cdef tuple _MASKS = tuple(range(8))     # own masks of up to three operands
@@ -1585,7 +1589,7 @@ cdef object _new_meta(object data, object meta):
 cdef PyTypeObject *_tagged_meta = NULL
 
 
-cdef inline bint _is_tagged(object value):
+cdef inline bint _is_tagged(object value) noexcept:
     """Whether ``value`` is tagged by any context."""
     global _TaggedBase, _tagged_meta
     if _tagged_meta is NULL:

@@ -121,10 +121,17 @@ _ADD, _IADD, _SUB, _ISUB = operator.add, operator.iadd, operator.sub, operator.i
 _MUL, _IMUL, _DIV, _IDIV = operator.mul, operator.imul, operator.truediv, operator.itruediv
 
 
+# The handlers of ``+ - * /`` and their in-place forms: :func:`binary`'s
+# handler with the four rules written inline (they run for nearly every
+# operation on tagged numbers: one Python frame instead of two), one for
+# each operand the context tagged and one for both (dispatch tells which,
+# from the operands' types, sparing the API calls a plain operand needs
+# none of).  The operators themselves rather than calls of ``f``, except
+# for the in-place forms (which may change the left operand, an array say,
+# in place).
+
 def _arithmetic(ctx, f, a, b):
-    """The handler of ``+ - * /`` and their in-place forms: :func:`binary`'s
-    handler with the four rules written inline (it runs for nearly every
-    operation on tagged numbers: one Python frame instead of two)."""
+    """``f(a, b)``, both tagged by ``ctx``."""
     da = metadata(a, ctx)
     db = metadata(b, ctx)
     if da is NoMetaData:
@@ -135,8 +142,6 @@ def _arithmetic(ctx, f, a, b):
         db = NO_TANGENT
     x = untag(a, ctx)
     y = untag(b, ctx)
-    # The operators themselves rather than calls of ``f``, except for the
-    # in-place forms (which may change ``x``, an array say, in place).
     if f is _MUL:
         return tag(x * y, ctx, da * y + x * db)
     if f is _ADD:
@@ -154,8 +159,55 @@ def _arithmetic(ctx, f, a, b):
     return tag(f(x, y), ctx, (da * y - x * db) / (y * y))
 
 
+def _arithmetic_left(ctx, f, a, y):
+    """``f(a, y)``, ``a`` tagged by ``ctx``, ``y`` not: its tangent is 0."""
+    da = metadata(a, ctx)
+    if da is NoMetaData:
+        return OverdubInstead          # tagged without a tangent
+    x = untag(a, ctx)
+    if f is _MUL:
+        return tag(x * y, ctx, da * y)
+    if f is _ADD:
+        return tag(x + y, ctx, da)
+    if f is _SUB:
+        return tag(x - y, ctx, da)
+    if f is _DIV:
+        return tag(x / y, ctx, da / y)
+    if f is _IMUL:
+        return tag(f(x, y), ctx, da * y)
+    if f is _IDIV:
+        return tag(f(x, y), ctx, da / y)
+    return tag(f(x, y), ctx, da)        # += and -=
+
+
+def _arithmetic_right(ctx, f, x, b):
+    """``f(x, b)``, ``b`` tagged by ``ctx``, ``x`` not: its tangent is 0."""
+    db = metadata(b, ctx)
+    if db is NoMetaData:
+        return OverdubInstead          # tagged without a tangent
+    y = untag(b, ctx)
+    if f is _MUL:
+        return tag(x * y, ctx, x * db)
+    if f is _ADD:
+        return tag(x + y, ctx, db)
+    if f is _SUB:
+        return tag(x - y, ctx, -db)
+    if f is _DIV:
+        return tag(x / y, ctx, -(x * db) / (y * y))
+    if f is _IMUL:
+        return tag(f(x, y), ctx, x * db)
+    if f is _IADD:
+        return tag(f(x, y), ctx, db)
+    if f is _ISUB:
+        return tag(f(x, y), ctx, -db)
+    return tag(f(x, y), ctx, -(x * db) / (y * y))
+
+
+_TAGGED = cassette.Tagged
 for _callee in (_ADD, _IADD, _SUB, _ISUB, _MUL, _IMUL, _DIV, _IDIV):
-    _register_binary(_callee, _arithmetic)
+    cassette.execute.register(ForwardAD, _callee, _TAGGED, _TAGGED)(_arithmetic)
+    cassette.execute.register(ForwardAD, _callee, _TAGGED, object)(_arithmetic_left)
+    cassette.execute.register(ForwardAD, _callee, object, _TAGGED)(_arithmetic_right)
 for _callee in (operator.pow, operator.ipow):
     binary(_callee, _power_rule)
 
