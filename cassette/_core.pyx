@@ -2231,6 +2231,7 @@ cdef class OperationSite:
 
     cdef object _call2(self, a, b):
         cdef PyObject *handler
+        cdef long mask
         if self.arrangement == 1:
             a, b = b, a
         if self.generation == _generation:
@@ -2240,9 +2241,12 @@ cdef class OperationSite:
             if self.execute_only is not None:
                 return self._execute(self.execute_only, a, b)
             if self.execute_by_types is not None:
-                tag = self.runtime._tag
-                handler = self._handler_for(type(a), type(b), None,
-                                            _owned(tag, a) | (_owned(tag, b) << 1))
+                if _is_tagged(a) or _is_tagged(b):
+                    tag = self.runtime._tag
+                    mask = _owned(tag, a) | (_owned(tag, b) << 1)
+                else:
+                    mask = 0
+                handler = self._handler_for(type(a), type(b), None, mask)
                 if handler is NULL:           # the selector decides (and caches)
                     return self._operate((a, b))
                 if <object>handler is not None:
@@ -2536,6 +2540,11 @@ cdef inline object _allowed_metadata(object context_type, object primal_type):
     return allowed
 
 
+# The tagged type ``tag`` found last, for a tag and a primal type (a tag's
+# types stay its own while it lives, which this reference ensures).
+cdef object _last_tag = None, _last_tagged_primal = None, _last_tagged_type = None
+
+
 # A builtin function, not a Cython function: calls of it specialize.
 @cython.binding(False)
 def tag(value, ctx, metadata=NoMetaData):
@@ -2549,7 +2558,13 @@ def tag(value, ctx, metadata=NoMetaData):
         allowed = _allowed_metadata(type(ctx), primal_type)
         if allowed is None or type(metadata) is not allowed:
             return _tg_slow_tag(value, ctx, metadata)
-    found = PyDict_GetItemWithError(_types_of(tag_), primal_type)
-    if found is NULL:
-        return _tg_slow_tag(value, ctx, metadata)
-    return _new_tagged(<object>found, value, tag_, _new_meta(metadata, _tg_no_meta))
+    global _last_tag, _last_tagged_primal, _last_tagged_type
+    if tag_ is _last_tag and primal_type is _last_tagged_primal:
+        made = _last_tagged_type
+    else:
+        found = PyDict_GetItemWithError(_types_of(tag_), primal_type)
+        if found is NULL:
+            return _tg_slow_tag(value, ctx, metadata)
+        made = <object>found
+        _last_tag, _last_tagged_primal, _last_tagged_type = tag_, primal_type, made
+    return _new_tagged(made, value, tag_, _new_meta(metadata, _tg_no_meta))
