@@ -72,14 +72,35 @@ cdef extern from *:
 
 cdef extern from *:
     """
-    /* DropSelf: called as M(obj, *args) by a rewritten method call whose
-       attribute was not a method (3.11/3.12), it calls its target without
-       obj, forwarding the argument array as it is. */
+    /* A vectorcall object whose only reference is its target: DropSelf,
+       and (with fields of its own after these) Slot share this layout and
+       its garbage-collector functions. */
     typedef struct {
         PyObject_HEAD
         PyObject *target;
         vectorcallfunc vectorcall;
-    } CassetteDropSelf;
+    } CassetteHolder;
+
+    static int cassette_holder_traverse(PyObject *self, visitproc visit, void *arg) {
+        Py_VISIT(((CassetteHolder *)self)->target);
+        return 0;
+    }
+
+    static int cassette_holder_clear(PyObject *self) {
+        Py_CLEAR(((CassetteHolder *)self)->target);
+        return 0;
+    }
+
+    static void cassette_holder_dealloc(PyObject *self) {
+        PyObject_GC_UnTrack(self);
+        cassette_holder_clear(self);
+        PyObject_GC_Del(self);
+    }
+
+    /* DropSelf: called as M(obj, *args) by a rewritten method call whose
+       attribute was not a method (3.11/3.12), it calls its target without
+       obj, forwarding the argument array as it is. */
+    typedef CassetteHolder CassetteDropSelf;
 
     static PyObject *cassette_dropself_call(PyObject *self, PyObject *const *args,
                                             size_t nargsf, PyObject *kwnames) {
@@ -93,33 +114,17 @@ cdef extern from *:
                                    kwnames);
     }
 
-    static int cassette_dropself_traverse(PyObject *self, visitproc visit, void *arg) {
-        Py_VISIT(((CassetteDropSelf *)self)->target);
-        return 0;
-    }
-
-    static int cassette_dropself_clear(PyObject *self) {
-        Py_CLEAR(((CassetteDropSelf *)self)->target);
-        return 0;
-    }
-
-    static void cassette_dropself_dealloc(PyObject *self) {
-        PyObject_GC_UnTrack(self);
-        cassette_dropself_clear(self);
-        PyObject_GC_Del(self);
-    }
-
     static PyTypeObject CassetteDropSelfType = {
         PyVarObject_HEAD_INIT(NULL, 0)
         .tp_name = "cassette._core.DropSelf",
         .tp_basicsize = sizeof(CassetteDropSelf),
-        .tp_dealloc = cassette_dropself_dealloc,
+        .tp_dealloc = cassette_holder_dealloc,
         .tp_vectorcall_offset = offsetof(CassetteDropSelf, vectorcall),
         .tp_call = PyVectorcall_Call,
         .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
         .tp_doc = "Calls its target without the first argument.",
-        .tp_traverse = cassette_dropself_traverse,
-        .tp_clear = cassette_dropself_clear,
+        .tp_traverse = cassette_holder_traverse,
+        .tp_clear = cassette_holder_clear,
     };
 
     static PyObject *cassette_dropself_new(PyObject *target) {
@@ -616,9 +621,7 @@ cdef extern from *:
        method or argument parsing (``call``: set by the Cython module). */
     typedef PyObject *(*cassette_site_entry)(PyObject *, PyObject *const *, Py_ssize_t);
     typedef struct {
-        PyObject_HEAD
-        PyObject *site;
-        vectorcallfunc vectorcall;
+        CassetteHolder holder;      /* target: the site */
         cassette_site_entry call;
     } CassetteSlot;
 
@@ -629,39 +632,23 @@ cdef extern from *:
             return NULL;
         }
         CassetteSlot *slot = (CassetteSlot *)self;
-        return slot->call(slot->site, args, PyVectorcall_NARGS(nargsf));
-    }
-
-    static int cassette_slot_traverse(PyObject *self, visitproc visit, void *arg) {
-        Py_VISIT(((CassetteSlot *)self)->site);
-        return 0;
-    }
-
-    static int cassette_slot_clear(PyObject *self) {
-        Py_CLEAR(((CassetteSlot *)self)->site);
-        return 0;
-    }
-
-    static void cassette_slot_dealloc(PyObject *self) {
-        PyObject_GC_UnTrack(self);
-        Py_CLEAR(((CassetteSlot *)self)->site);
-        PyObject_GC_Del(self);
+        return slot->call(slot->holder.target, args, PyVectorcall_NARGS(nargsf));
     }
 
     static PyObject *cassette_slot_repr(PyObject *self) {
-        return PyUnicode_FromFormat("<slot of %R>", ((CassetteSlot *)self)->site);
+        return PyUnicode_FromFormat("<slot of %R>", ((CassetteHolder *)self)->target);
     }
 
     static PyTypeObject CassetteSlotType = {
         PyVarObject_HEAD_INIT(NULL, 0)
         .tp_name = "cassette._core.Slot",
         .tp_basicsize = sizeof(CassetteSlot),
-        .tp_dealloc = cassette_slot_dealloc,
-        .tp_vectorcall_offset = offsetof(CassetteSlot, vectorcall),
+        .tp_dealloc = cassette_holder_dealloc,
+        .tp_vectorcall_offset = offsetof(CassetteHolder, vectorcall),
         .tp_call = PyVectorcall_Call,
         .tp_repr = cassette_slot_repr,
-        .tp_traverse = cassette_slot_traverse,
-        .tp_clear = cassette_slot_clear,
+        .tp_traverse = cassette_holder_traverse,
+        .tp_clear = cassette_holder_clear,
         .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
         .tp_doc = "An operation slot of rewritten code: calls its site.",
     };
@@ -673,8 +660,8 @@ cdef extern from *:
         CassetteSlot *self = PyObject_GC_New(CassetteSlot, &CassetteSlotType);
         if (self == NULL) return NULL;
         Py_INCREF(site);
-        self->site = site;
-        self->vectorcall = cassette_slot_call;
+        self->holder.target = site;
+        self->holder.vectorcall = cassette_slot_call;
         self->call = (cassette_site_entry)call;
         PyObject_GC_Track(self);
         return (PyObject *)self;
@@ -772,16 +759,19 @@ cdef dict _ARRANGED = {
 }
 
 
-cdef inline long _owned(object tag, object value) noexcept:
+cdef inline long _owned(object tag, object value) except -1:
     """1 when ``value`` is tagged with ``tag`` (its outermost tag), else 0."""
-    if tag is None or not _is_tagged(value):
-        return 0
-    if _OFF_TAG >= 0:
-        return cassette_slot_get(value, _OFF_TAG) == <PyObject *>tag
-    return _tag_of(value) is tag
+    return 1 if tag is not None and _tagged_by(value, tag) else 0
 
 
 cdef tuple _MASKS = tuple(range(8))     # own masks of up to three operands
+
+
+cdef inline tuple _by_types_key(tuple types, long mask):
+    """The key of ``Selector.by_types`` (as ``Selector.select`` builds it):
+    the arguments' types, then the mask of those the context tagged (see
+    ``_owned``) when there are any."""
+    return types + (mask,) if mask else types
 
 
 cdef object _select(object fixed, object selector, dict by_types, object tag, object ctx,
@@ -801,17 +791,15 @@ cdef object _select(object fixed, object selector, dict by_types, object tag, ob
     if by_types is not None:
         n = len(args)
         if n == 1:
-            key = (type(args[0]),)
+            types = (type(args[0]),)
         elif n == 2:
-            key = (type(args[0]), type(args[1]))
+            types = (type(args[0]), type(args[1]))
         else:
-            key = tuple([type(args[i]) for i in range(n)])
+            types = tuple([type(args[i]) for i in range(n)])
         if tag is not None:
             for i in range(n):
                 mask |= _owned(tag, args[i]) << i
-            if mask:
-                key += (mask,)
-        hit = PyDict_GetItemWithError(by_types, key)
+        hit = PyDict_GetItemWithError(by_types, _by_types_key(types, mask))
         if hit is not NULL:
             return <object>hit
     return selector.select(ctx, args)
@@ -952,14 +940,14 @@ cdef extern from *:
     }
     """
     bint cassette_recordless(object obj)
+    PyObject *cassette_cached_handler(tuple cache, object ta, object tb, object tc,
+                                      object mask)
 
 cdef extern from *:
     """
     static inline Py_ssize_t cassette_refcount(PyObject *obj) { return Py_REFCNT(obj); }
     """
     Py_ssize_t cassette_refcount(PyObject *obj)
-    PyObject *cassette_cached_handler(tuple cache, object ta, object tb, object tc,
-                                      object mask)
 
 
 cdef inline bint _any_tagged(tuple args):
@@ -1603,7 +1591,7 @@ cdef inline bint _is_tagged(object value) noexcept:
 
 cdef inline object _untag_one(object value, object tag):
     """``value`` without ``tag`` (the tag of the running context)."""
-    if _is_tagged(value) and _tag_of(value) is tag:
+    if _tagged_by(value, tag):
         return _value_of(value)
     return value
 
@@ -1664,27 +1652,25 @@ cdef inline object _address(object obj):
     return PyLong_FromVoidPtr(<void *>obj)
 
 
-cdef list _parts_in_step(dict entries, object sequence):
+cdef object _parts_in_step(dict entries, object sequence):
     """The per-element parts ``entries`` records for ``sequence`` (a list or
     tuple, exactly) when the record is its own and has one part per element
-    (what a read may trust after comparing its element); else None."""
+    (what a read may trust after comparing its element), a list;
+    ``_UNRECORDED`` when ``entries`` has no record of it; else
+    ``_UNDECIDED``."""
     cdef PyObject *found = PyDict_GetItemWithError(entries, _address(sequence))
     if found is NULL:
-        return None
-    return _record_parts(<object>found, sequence)
-
-
-cdef list _record_parts(object record, object sequence):
-    """:func:`_parts_in_step` of the record found for ``sequence``."""
+        return _UNRECORDED
+    record = <object>found
     if type(record) is not _record_type:
         _learn_record_type(type(record))
     if (_slot(record, _OFF_RECORD_WEAK, "weak") is not False
             or _slot(record, _OFF_RECORD_TARGET, "target") is not sequence):
-        return None
+        return _UNDECIDED
     parts = _slot(record, _OFF_RECORD_ITEMS, "items")
     if type(parts) is not list or len(<list>parts) != len(sequence):
-        return None
-    return <list>parts
+        return _UNDECIDED
+    return parts
 
 
 cdef object _unpacked_in_step(object tag_, dict entries, object sequence):
@@ -1692,14 +1678,13 @@ cdef object _unpacked_in_step(object tag_, dict entries, object sequence):
     each tagged with the metadata recorded for it while it still holds the
     value recorded; None when the record is not in step (the propagation
     layer decides)."""
-    cdef list parts
     cdef Py_ssize_t i, n
     if type(sequence) is not list and type(sequence) is not tuple:
         return None
     parts = _parts_in_step(entries, sequence)
-    if parts is None:
+    if type(parts) is not list:
         return None
-    n = len(parts)
+    n = len(<list>parts)
     out = PyTuple_New(n)
     for i in range(n):
         value = sequence[i]
@@ -1730,19 +1715,15 @@ cdef object _list_read(object tag_, dict entries, list container, object index):
     the run — tagged with the element's metadata; ``_UNRECORDED`` when
     ``entries`` has no record of the list (a plain read);  ``_UNDECIDED``
     for everything else (the propagation layer decides)."""
-    cdef PyObject *found = PyDict_GetItemWithError(entries, _address(container))
-    cdef list parts
     cdef Py_ssize_t i
-    if found is NULL:
-        return _UNRECORDED
-    parts = _record_parts(<object>found, container)
-    if parts is None:
-        return _UNDECIDED
+    parts = _parts_in_step(entries, container)
+    if type(parts) is not list:
+        return parts
     i = _element_index(container, index)
     if i < 0:
         return _UNDECIDED
     value = container[i]
-    part = parts[i]
+    part = (<list>parts)[i]
     if part is None:
         return value
     if (<tuple>part)[0] is not _innermost(value):
@@ -1756,14 +1737,10 @@ cdef object _list_write(object tag_, dict entries, object setitem, list containe
     recorded, as :func:`_list_read` reads it; ``_UNRECORDED`` (not done)
     when ``entries`` has no record of the list, ``_UNDECIDED`` when not done
     for another reason."""
-    cdef PyObject *found = PyDict_GetItemWithError(entries, _address(container))
-    cdef list parts
     cdef Py_ssize_t i
-    if found is NULL:
-        return _UNRECORDED
-    parts = _record_parts(<object>found, container)
-    if parts is None:
-        return _UNDECIDED
+    parts = _parts_in_step(entries, container)
+    if type(parts) is not list:
+        return parts
     i = _element_index(container, index)
     if i < 0:
         return _UNDECIDED
@@ -1772,10 +1749,10 @@ cdef object _list_write(object tag_, dict entries, object setitem, list containe
             return _UNDECIDED
         stored = _value_of(value)
         setitem(container, i, stored)
-        parts[i] = (_innermost(stored), _meta_of(value))
+        (<list>parts)[i] = (_innermost(stored), _meta_of(value))
         return None
     setitem(container, i, value)
-    parts[i] = None
+    (<list>parts)[i] = None
     return None
 
 
@@ -2160,10 +2137,8 @@ cdef class OperationSite:
         cdef PyObject *found = cassette_cached_handler(self.handler_cache, ta, tb, tc, mask_)
         if found is not NULL:
             return found
-        key = (ta, tb) if tc is None else (ta, tb, tc)
-        if mask:
-            key += (mask_,)
-        found = PyDict_GetItemWithError(self.execute_by_types, key)
+        found = PyDict_GetItemWithError(
+            self.execute_by_types, _by_types_key((ta, tb) if tc is None else (ta, tb, tc), mask))
         if found is not NULL:
             self.handler_cache = (ta, tb, tc, mask_, <object>found) + self.handler_cache[:75]
         return found

@@ -624,6 +624,7 @@ def _accelerated():
 _python_api = (tag, untag, istagged, metadata)
 tag, untag, istagged, metadata = _accelerated()
 
+
 def own_mask(ctx, args):
     """Bit ``i`` set when ``args[i]`` is tagged w.r.t. ``ctx`` (see
     ``dispatch.own_mask``)."""
@@ -633,7 +634,7 @@ def own_mask(ctx, args):
     mask = 0
     bit = 1
     for a in args:
-        if type(a) in _type_tags and _get(a, _TAG) is tag_:
+        if _tag_of(a) is tag_:
             mask |= bit
         bit <<= 1
     return mask
