@@ -1471,7 +1471,7 @@ cdef class Runtime:
 cdef object _TaggedBase = None
 cdef str _TAG_SLOT = "_cassette_tag"
 cdef str _VALUE_SLOT = "_cassette_value"
-cdef str _META_SLOT = "_cassette_meta"
+cdef str _DATA_SLOT = "_cassette_data"
 
 
 cdef extern from *:
@@ -1499,7 +1499,7 @@ cdef extern from *:
         if (obj == NULL) return NULL;
         Py_INCREF(v1); *(PyObject **)((char *)obj + o1) = v1;
         Py_INCREF(v2); *(PyObject **)((char *)obj + o2) = v2;
-        if (o3 >= 0) { Py_INCREF(v3); *(PyObject **)((char *)obj + o3) = v3; }
+        Py_INCREF(v3); *(PyObject **)((char *)obj + o3) = v3;
         return obj;
     }
     """
@@ -1509,12 +1509,11 @@ cdef extern from *:
                               Py_ssize_t o3, object v3)
 
 
-# Where a tagged value keeps its value, tag and Meta, and a Meta its data and
-# meta: read and written in place (a setattr or getattr looks the slot's
+# Where a tagged value keeps its value, tag and metadata, and a Tag its
+# types: read and written in place (a setattr or getattr looks the slot's
 # descriptor up first).  -1 until ``install_tagging_api`` (then the generic
 # attribute protocol is used).
-cdef Py_ssize_t _OFF_VALUE = -1, _OFF_TAG = -1, _OFF_META = -1
-cdef Py_ssize_t _OFF_DATA = -1, _OFF_METAMETA = -1, _OFF_TAG_TYPES = -1
+cdef Py_ssize_t _OFF_VALUE = -1, _OFF_TAG = -1, _OFF_DATA = -1, _OFF_TAG_TYPES = -1
 cdef Py_ssize_t _OFF_CONTEXT_TAG = -1
 cdef object _tg_context_tag_slot = None
 
@@ -1537,8 +1536,8 @@ cdef inline object _tag_of(object tagged):
     return _slot(tagged, _OFF_TAG, _TAG_SLOT)
 
 
-cdef inline object _meta_of(object tagged):
-    return _slot(tagged, _OFF_META, _META_SLOT)
+cdef inline object _data_of(object tagged):
+    return _slot(tagged, _OFF_DATA, _DATA_SLOT)
 
 
 cdef inline object _innermost(object value):
@@ -1548,25 +1547,15 @@ cdef inline object _innermost(object value):
     return value
 
 
-cdef object _new_tagged(object made, object value, object tag_, object meta):
+cdef object _new_tagged(object made, object value, object tag_, object data):
     """A new instance of tagged type ``made``."""
     if _OFF_VALUE >= 0:
-        return cassette_slots_new(made, _OFF_VALUE, value, _OFF_TAG, tag_, _OFF_META, meta)
+        return cassette_slots_new(made, _OFF_VALUE, value, _OFF_TAG, tag_, _OFF_DATA, data)
     tagged = object.__new__(made)
     PyObject_GenericSetAttr(tagged, _VALUE_SLOT, value)
     PyObject_GenericSetAttr(tagged, _TAG_SLOT, tag_)
-    PyObject_GenericSetAttr(tagged, _META_SLOT, meta)
+    PyObject_GenericSetAttr(tagged, _DATA_SLOT, data)
     return tagged
-
-
-cdef object _new_meta(object data, object meta):
-    """A new ``cassette.Meta(data, meta)``."""
-    if _OFF_DATA >= 0:
-        return cassette_slots_new(_tg_meta_type, _OFF_DATA, data, _OFF_METAMETA, meta, -1, None)
-    made = object.__new__(_tg_meta_type)
-    PyObject_GenericSetAttr(made, "data", data)
-    PyObject_GenericSetAttr(made, "meta", meta)
-    return made
 
 
 # The metaclass of tagged types (``type(cassette.Tagged)``), NULL until the
@@ -1749,7 +1738,7 @@ cdef object _list_write(object tag_, dict entries, object setitem, list containe
             return _UNDECIDED
         stored = _value_of(value)
         setitem(container, i, stored)
-        (<list>parts)[i] = (_innermost(stored), _meta_of(value))
+        (<list>parts)[i] = (_innermost(stored), _data_of(value))
         return None
     setitem(container, i, value)
     (<list>parts)[i] = None
@@ -1775,12 +1764,12 @@ cdef object _list_element(object tag_, dict entries, object propagate, object f,
     return _UNDECIDED if out is _UNRECORDED else out
 
 
-cdef object _make_tagged(object tag_, object value, object meta):
-    """A value tagged with ``tag_`` carrying the ``Meta`` ``meta``."""
+cdef object _make_tagged(object tag_, object value, object data):
+    """A value tagged with ``tag_`` carrying metadata ``data``."""
     cdef PyObject *found = PyDict_GetItemWithError(_types_of(tag_), type(value))
     if found is NULL:
-        return _new_tagged(tag_.tagged_type(type(value)), value, tag_, meta)
-    return _new_tagged(<object>found, value, tag_, meta)
+        return _new_tagged(tag_.tagged_type(type(value)), value, tag_, data)
+    return _new_tagged(<object>found, value, tag_, data)
 
 
 cdef object _call_tagged(object ctx, object tag, dict entries, tuple propagation, object f,
@@ -2368,29 +2357,23 @@ cdef object _tg_slow_metadata = None
 cdef object _tg_context = None      # cassette.Context
 cdef object _tg_tag_type = None     # cassette.tagging.Tag
 cdef dict _tg_allowed = None        # (context class, primal type) -> allowed type
-cdef object _tg_meta_type = None    # cassette.Meta
 cdef object _tg_no_data = None      # NoMetaData
-cdef object _tg_no_meta = None      # NoMetaMeta
 
 
-def install_tagging_api(python_api, context, tag_type, tagged_base, allowed, meta_type, no_data,
-                        no_meta):
+def install_tagging_api(python_api, context, tag_type, tagged_base, allowed, no_data):
     """Called once by ``cassette.tagging``: the Python definitions of ``tag``,
     ``untag``, ``istagged`` and ``metadata``, and what the fast paths read."""
     global _tg_slow_tag, _tg_slow_untag, _tg_slow_istagged, _tg_slow_metadata
-    global _tg_context, _tg_tag_type, _tg_allowed
-    global _tg_meta_type, _tg_no_data, _tg_no_meta
+    global _tg_context, _tg_tag_type, _tg_allowed, _tg_no_data
     _tg_slow_tag, _tg_slow_untag, _tg_slow_istagged, _tg_slow_metadata = python_api
     _tg_context, _tg_tag_type = context, tag_type
-    _tg_allowed, _tg_meta_type = allowed, meta_type
-    _tg_no_data, _tg_no_meta = no_data, no_meta
-    global _OFF_VALUE, _OFF_TAG, _OFF_META, _OFF_DATA, _OFF_METAMETA, _OFF_TAG_TYPES
+    _tg_allowed, _tg_no_data = allowed, no_data
+    global _OFF_VALUE, _OFF_TAG, _OFF_DATA, _OFF_TAG_TYPES
     offsets = [cassette_slot_offset(vars(tagged_base)[name])
-               for name in (_VALUE_SLOT, _TAG_SLOT, _META_SLOT)]
-    offsets += [cassette_slot_offset(vars(meta_type)[name]) for name in ("data", "meta")]
+               for name in (_VALUE_SLOT, _TAG_SLOT, _DATA_SLOT)]
     offsets.append(cassette_slot_offset(vars(tag_type)["_types"]))
     if all(offset >= 0 for offset in offsets):
-        _OFF_VALUE, _OFF_TAG, _OFF_META, _OFF_DATA, _OFF_METAMETA, _OFF_TAG_TYPES = offsets
+        _OFF_VALUE, _OFF_TAG, _OFF_DATA, _OFF_TAG_TYPES = offsets
     global _TaggedBase, _tagged_meta, _tg_context_tag_slot, _OFF_CONTEXT_TAG
     _TaggedBase = tagged_base
     _tagged_meta = Py_TYPE(tagged_base)
@@ -2479,10 +2462,7 @@ def metadata(x, ctx):
     if tag_ is None:
         return _tg_slow_metadata(x, ctx)
     if _tagged_by(x, tag_):
-        meta = _meta_of(x)
-        if type(meta) is _tg_meta_type:
-            return _slot(meta, _OFF_DATA, "data")
-        return PyObject_GenericGetAttr(meta, "data")
+        return _data_of(x)
     return _tg_no_data
 
 
@@ -2542,4 +2522,4 @@ def tag(value, ctx, metadata=NoMetaData):
             return _tg_slow_tag(value, ctx, metadata)
         made = <object>found
         _last_tag, _last_tagged_primal, _last_tagged_type = tag_, primal_type, made
-    return _new_tagged(made, value, tag_, _new_meta(metadata, _tg_no_meta))
+    return _new_tagged(made, value, tag_, metadata)

@@ -54,7 +54,7 @@ from ._builtins import (BaseException, KeyError, TypeError, dict, frozenset, get
 
 __all__ = ["TAGGING_SLOTS", "components", "fallback"]
 
-_VALUE, _META = "_cassette_value", "_cassette_meta"
+_VALUE, _DATA = "_cassette_value", "_cassette_data"
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 _get = object.__getattribute__
@@ -69,12 +69,17 @@ def _innermost(value):
     return value
 
 
+#: What :func:`_split` gives for the metadata of a value ``tag`` did not tag
+#: (any object, None included, may be metadata).
+_UNTAGGED = object()
+
+
 def _split(value, tag):
-    """``(primal, meta)``: ``value`` without ``tag`` and the Meta it carried
-    (None when ``value`` is not tagged with ``tag``)."""
+    """``(primal, data)``: ``value`` without ``tag`` and the metadata it
+    carried (``_UNTAGGED`` when ``value`` is not tagged with ``tag``)."""
     if _tag_of(value) is tag:
-        return _get(value, _VALUE), _get(value, _META)
-    return value, None
+        return _get(value, _VALUE), _get(value, _DATA)
+    return value, _UNTAGGED
 
 
 def _primal(value, tag):
@@ -90,7 +95,7 @@ def _untag_all(args, tag):
 class _Record:
     """What one context knows of one container, object or namespace:
     ``items`` (a list parallel to a list or tuple, else a dict by key) and
-    ``attrs`` (by attribute name); each entry ``(value, Meta)`` — the value
+    ``attrs`` (by attribute name); each entry ``(value, data)`` — the value
     stored, tags off, and its metadata."""
 
     __slots__ = ("target", "weak", "items", "attrs")
@@ -177,13 +182,13 @@ def components(x, ctx):
         if isinstance(x, (list, tuple)):
             parts = _sequence_parts(record, x, check=True)
             if any(p is not None for p in parts):
-                return [Meta() if p is None else p[1] for p in parts]
+                return [Meta() if p is None else Meta(p[1]) for p in parts]
         elif isinstance(x, (dict, set, frozenset)):
             found = {}
             for key, part in record.items.items():
                 value = _lookup_value(x, key)
                 if value is not _MISSING and part[0] is _innermost(value):
-                    found[key] = part[1]
+                    found[key] = Meta(part[1])
             if found:
                 return found
     if record.attrs:
@@ -194,7 +199,7 @@ def components(x, ctx):
             except BaseException:
                 continue
             if part[0] is _innermost(value):
-                found[name] = part[1]
+                found[name] = Meta(part[1])
         if found:
             return found
     return NoMetaMeta
@@ -310,7 +315,7 @@ def adopt(ctx, container):
                     parts = [None] * len(container)
                 primal = _get(element, _VALUE)
                 container[i] = primal
-                parts[i] = (_innermost(primal), _get(element, _META))
+                parts[i] = (_innermost(primal), _get(element, _DATA))
         if parts is not None:
             _new_record(_cache(ctx), container).items = parts
         return container
@@ -320,9 +325,9 @@ def adopt(ctx, container):
         parts = []
         values = []
         for element in container:
-            primal, meta = _split(element, tag)
+            primal, data = _split(element, tag)
             values.append(primal)
-            parts.append(None if meta is None else (_innermost(primal), meta))
+            parts.append(None if data is _UNTAGGED else (_innermost(primal), data))
         result = tuple(values)
         _new_record(_cache(ctx), result).items = parts
         return result
@@ -334,10 +339,10 @@ def adopt(ctx, container):
         items = {}
         for key, value in entries:
             key = _primal(key, tag)
-            primal, meta = _split(value, tag)
+            primal, data = _split(value, tag)
             container[key] = primal
-            if meta is not None:
-                items[key] = (_innermost(primal), meta)
+            if data is not _UNTAGGED:
+                items[key] = (_innermost(primal), data)
         if items:
             _new_record(_cache(ctx), container).items = items
         return container
@@ -348,22 +353,22 @@ def adopt(ctx, container):
         container.clear()
         items = {}
         for element in elements:
-            primal, meta = _split(element, tag)
+            primal, data = _split(element, tag)
             container.add(primal)
-            if meta is not None:
-                items[primal] = (_innermost(primal), meta)
+            if data is not _UNTAGGED:
+                items[primal] = (_innermost(primal), data)
         if items:
             _new_record(_cache(ctx), container).items = items
         return container
     return container
 
 
-def _note_item(ctx, container, key, primal, meta):
-    if meta is not None:
+def _note_item(ctx, container, key, primal, data):
+    if data is not _UNTAGGED:
         record = _new_record(_cache(ctx), container)
         if type(record.items) is not dict:
             record.items = {}
-        record.items[key] = (_innermost(primal), meta)
+        record.items[key] = (_innermost(primal), data)
     else:
         record = _record(_cache(ctx), container)
         if record is not None and type(record.items) is dict:
@@ -463,34 +468,34 @@ def _plain_map_add(key, value, container):
 
 
 def _store_append(ctx, put, value, container):
-    primal, meta = _split(value, ctx.tag)
+    primal, data = _split(value, ctx.tag)
     cache = _cache(ctx)
     record = _record(cache, container)
-    if meta is None and record is None:
+    if data is _UNTAGGED and record is None:
         return put(primal, container)
     if record is None:
         record = _new_record(cache, container)
     parts = _sequence_parts(record, container)
     put(primal, container)
-    parts.append(None if meta is None else (_innermost(primal), meta))
+    parts.append(None if data is _UNTAGGED else (_innermost(primal), data))
     return None
 
 
 def _store_add(ctx, put, value, container):
-    primal, meta = _split(value, ctx.tag)
+    primal, data = _split(value, ctx.tag)
     put(primal, container)
-    if meta is not None:
+    if data is not _UNTAGGED:
         record = _new_record(_cache(ctx), container)
         if type(record.items) is not dict:
             record.items = {}
-        record.items[primal] = (_innermost(primal), meta)
+        record.items[primal] = (_innermost(primal), data)
 
 
 def _store_map_add(ctx, put, key, value, container):
     key = _primal(key, ctx.tag)
-    primal, meta = _split(value, ctx.tag)
+    primal, data = _split(value, ctx.tag)
     put(key, primal, container)
-    _note_item(ctx, container, key, primal, meta)
+    _note_item(ctx, container, key, primal, data)
 
 
 def _chain_maker(own, plain):
@@ -602,8 +607,8 @@ def _store_global(ctx, outer):
 
     def store(namespace, value, name):
         if tagging:
-            value, meta = _split(value, ctx.tag)
-            _note_item(ctx, namespace, name, value, meta)
+            value, data = _split(value, ctx.tag)
+            _note_item(ctx, namespace, name, value, data)
         if outer is not None:
             value = outer(namespace, value, name)
         return value
@@ -730,16 +735,16 @@ def _read_array_element(tag, record, array, key, value):
     return value
 
 
-def _store_array_element(ctx, array, key, primal, meta):
+def _store_array_element(ctx, array, key, primal, data):
     index = _element_index(array, key)
     cache = _cache(ctx)
     if index is None:
         return
-    if meta is not None:
+    if data is not _UNTAGGED:
         record = _new_record(cache, array)
         if type(record.items) is not dict:
             record.items = {}
-        record.items[index] = (array[index], meta)
+        record.items[index] = (array[index], data)
     else:
         record = _record(cache, array)
         if record is not None and type(record.items) is dict:
@@ -770,12 +775,12 @@ def _setitem(ctx, primitive, args, kwargs):
         return _plain(ctx, primitive, args, kwargs)
     tag = ctx.tag
     container, key = _primal(args[0], tag), _primal(args[1], tag)
-    primal, meta = _split(args[2], tag)
+    primal, data = _split(args[2], tag)
     cache = _cache(ctx)
     record = _record(cache, container)
     if _is_array(container):
         out = primitive(container, key, primal)
-        _store_array_element(ctx, container, key, primal, meta)
+        _store_array_element(ctx, container, key, primal, data)
         return out
     if isinstance(container, list) and type(key) is slice:
         pool = None if record is None else _sequence_parts(record, container)
@@ -792,7 +797,7 @@ def _setitem(ctx, primitive, args, kwargs):
         return out
     out = primitive(container, key, primal)
     if isinstance(container, (list, tuple)):
-        if meta is None and record is None:
+        if data is _UNTAGGED and record is None:
             return out
         if record is None:
             record = _new_record(cache, container)
@@ -802,9 +807,9 @@ def _setitem(ctx, primitive, args, kwargs):
         i = operator.index(key)
         if i < 0:
             i += len(parts)
-        parts[i] = None if meta is None else (_innermost(primal), meta)
+        parts[i] = None if data is _UNTAGGED else (_innermost(primal), data)
         return out
-    _note_item(ctx, container, key, primal, meta)
+    _note_item(ctx, container, key, primal, data)
     return out
 
 
@@ -855,17 +860,17 @@ def _setattr(ctx, primitive, args, kwargs):
         return _plain(ctx, primitive, args, kwargs)
     tag = ctx.tag
     obj, name = _primal(args[0], tag), _primal(args[1], tag)
-    primal, meta = _split(args[2], tag)
+    primal, data = _split(args[2], tag)
     out = primitive(obj, name, primal)
     cache = _cache(ctx)
-    if meta is not None:
+    if data is not _UNTAGGED:
         try:
             record = _new_record(cache, obj)
         except TypeError:
             return out
         if record.attrs is None:
             record.attrs = {}
-        record.attrs[name] = (_innermost(primal), meta)
+        record.attrs[name] = (_innermost(primal), data)
     else:
         record = _record(cache, obj)
         if record is not None and record.attrs:
@@ -895,15 +900,15 @@ def _list_insert(ctx, primitive, args, kwargs):
         return _plain(ctx, primitive, args, kwargs)
     tag = ctx.tag
     container, index = _primal(args[0], tag), _primal(args[1], tag)
-    primal, meta = _split(args[2], tag)
+    primal, data = _split(args[2], tag)
     record = _record(_cache(ctx), container)
-    if record is None and meta is None:
+    if record is None and data is _UNTAGGED:
         return primitive(container, index, primal)
     if record is None:
         record = _new_record(_cache(ctx), container)
     parts = _sequence_parts(record, container)
     out = primitive(container, index, primal)
-    parts.insert(index, None if meta is None else (_innermost(primal), meta))
+    parts.insert(index, None if data is _UNTAGGED else (_innermost(primal), data))
     return out
 
 
@@ -1003,7 +1008,7 @@ def _array_of(ctx, primitive, args, kwargs):
     if isinstance(source, (list, tuple)):
         record = _record(_cache(ctx), source)
         if record is not None and record.items is not None:
-            elements = [None if p is None else p[1]
+            elements = [_UNTAGGED if p is None else p[1]
                         for p in _sequence_parts(record, source, check=True)]
         elif any(_tag_of(v) is tag for v in source):
             elements = [_split(v, tag)[1] for v in source]
@@ -1011,9 +1016,9 @@ def _array_of(ctx, primitive, args, kwargs):
     out = primitive(source, *_untag_all(args[1:], tag),
                     **{k: _primal(v, tag) for k, v in kwargs.items()})
     if elements is not None and _is_array(out) and out.ndim == 1 and len(out) == len(elements):
-        for i, meta in enumerate(elements):
-            if meta is not None:
-                _store_array_element(ctx, out, i, out[i], meta)
+        for i, data in enumerate(elements):
+            if data is not _UNTAGGED:
+                _store_array_element(ctx, out, i, out[i], data)
     return out
 
 
@@ -1045,11 +1050,11 @@ def _dict_setdefault(ctx, primitive, args, kwargs):
         return _plain(ctx, primitive, args, kwargs)
     tag = ctx.tag
     container, key = _primal(args[0], tag), _primal(args[1], tag)
-    default, meta = _split(args[2], tag) if len(args) > 2 else (None, None)
+    default, data = _split(args[2], tag) if len(args) > 2 else (None, _UNTAGGED)
     had = key in container
     out = primitive(container, key, default)
     if not had:
-        _note_item(ctx, container, key, default, meta)
+        _note_item(ctx, container, key, default, data)
     record = _record(_cache(ctx), container)
     return out if record is None else _read_item(tag, record, key, out)
 
@@ -1061,8 +1066,8 @@ def _dict_update(ctx, primitive, args, kwargs):
     out = primitive(*plain_args, **{k: _primal(v, tag) for k, v in kwargs.items()})
     if isinstance(container, dict):
         for key, value in kwargs.items():
-            primal, meta = _split(value, tag)
-            _note_item(ctx, container, key, primal, meta)
+            primal, data = _split(value, tag)
+            _note_item(ctx, container, key, primal, data)
         if len(plain_args) > 1:
             extended(ctx, plain_args[1], container)
     return out
@@ -1195,9 +1200,8 @@ def _conversion(ctx, primitive, args, kwargs):
     tag = ctx.tag
     if len(args) != 1 or kwargs or _tag_of(args[0]) is not tag:
         return _plain(ctx, primitive, args, kwargs)
-    primal, meta = _split(args[0], tag)
+    primal, data = _split(args[0], tag)
     out = primitive(primal)
-    data = meta.data
     if data is NoMetaData:
         return out
     allowed = _allowed_metadata(type(ctx), type(_innermost(out)))
@@ -1208,7 +1212,7 @@ def _conversion(ctx, primitive, args, kwargs):
             data = allowed(_innermost(data))
         except BaseException:
             return out
-    return _make(tag, out, Meta(data, NoMetaMeta))
+    return _make(tag, out, data)
 
 
 def _concatenating(ctx, primitive, args, kwargs):

@@ -12,7 +12,7 @@ Contract
   the predicates (``istagged`` …) simply answer False for a context without
   tagging.  A non-context argument is a ``TypeError``.
 * ``tag(value, ctx, metadata=NoMetaData)`` wraps ``value`` in a
-  :class:`Tagged` of ``ctx``'s tag, carrying ``Meta(metadata, NoMetaMeta)``.
+  :class:`Tagged` of ``ctx``'s tag, carrying ``metadata``.
   ``NoMetaData`` is always allowed.  Other metadata must be an instance of
   ``type(ctx).metadatatype(T)``, ``T`` the value's *primal type* (its type
   with every tag, of any context, taken off); otherwise it is converted by
@@ -64,9 +64,10 @@ __all__ = [
 
 
 class Meta:
-    """The metadata of one tagged value: ``data`` (the value's own metadata,
-    or ``NoMetaData``) and ``meta`` (metadata of its components, or
-    ``NoMetaMeta``)."""
+    """The metadata of one component (element, item or attribute) of a
+    container or object, as :func:`metameta` reports it: ``data`` (the
+    metadata the component carries, or ``NoMetaData``) and ``meta``
+    (metadata of its own components, or ``NoMetaMeta``)."""
 
     __slots__ = ("data", "meta")
 
@@ -219,8 +220,9 @@ def _shim(name, method):
     return shim
 
 
-_VALUE, _TAG, _META = "_cassette_value", "_cassette_tag", "_cassette_meta"
-_OWN = frozenset({_VALUE, _TAG, _META})
+# The slots of a tagged value: the value it wraps, its tag, its metadata.
+_VALUE, _TAG, _DATA = "_cassette_value", "_cassette_tag", "_cassette_data"
+_OWN = frozenset({_VALUE, _TAG, _DATA})
 
 
 def _primal(value):
@@ -235,7 +237,7 @@ class Tagged(metaclass=_TaggedMeta):
     :func:`tag` (and by the tagging layer while a tagged run propagates
     metadata), never by calling the class."""
 
-    __slots__ = (_VALUE, _TAG, _META)
+    __slots__ = (_VALUE, _TAG, _DATA)
     primal_type = object
 
     def __new__(cls, *args, **kwargs):
@@ -353,12 +355,14 @@ def _install_delegates():
 _install_delegates()
 
 
-def _make(tag_, value, meta):
+def _make(tag_, value, data):
+    """``value`` tagged with ``tag_``, carrying metadata ``data`` (not
+    checked: the caller converted it)."""
     made = tag_._types.get(type(value))
     tagged = _new(made if made is not None else tag_.tagged_type(type(value)))
     _set(tagged, _VALUE, value)
     _set(tagged, _TAG, tag_)
-    _set(tagged, _META, meta)
+    _set(tagged, _DATA, data)
     return tagged
 
 
@@ -387,7 +391,7 @@ def _strip_all(value):
 def _rewrap(value, layers):
     for layer in reversed(layers):
         value = _make(object.__getattribute__(layer, _TAG), value,
-                      object.__getattribute__(layer, _META))
+                      object.__getattribute__(layer, _DATA))
     return value
 
 
@@ -494,7 +498,7 @@ def tag(value, ctx, metadata=NoMetaData):
     if type(value) in _type_tags and _get(value, _TAG) is tag_:
         raise TaggingError(f"tag: the value is already tagged w.r.t. this "
                            f"{type(ctx).__qualname__} context")
-    return _make(tag_, value, Meta(_converted_metadata(ctx, value, metadata), NoMetaMeta))
+    return _make(tag_, value, _converted_metadata(ctx, value, metadata))
 
 
 # The functions below are what a tool's handlers call for every operation:
@@ -520,23 +524,16 @@ def untag(x, ctx):
     return x
 
 
-def _meta_of(x, ctx, who):
-    tag_ = _require_tagging(ctx, who)
-    if _tag_of(x) is tag_:
-        return object.__getattribute__(x, _META)
-    return None
-
-
 def metadata(x, ctx):
     """The metadata ``x`` carries w.r.t. ``ctx`` (``NoMetaData`` if none)."""
     if isinstance(ctx, Context):
         tag_ = ctx.tag
         if type(tag_) is Tag:
             if type(x) in _type_tags and _get(x, _TAG) is tag_:
-                return _get(x, _META).data
+                return _get(x, _DATA)
             return NoMetaData
-    meta = _meta_of(x, ctx, "metadata")
-    return NoMetaData if meta is None else meta.data
+    tag_ = _require_tagging(ctx, "metadata")
+    return _get(x, _DATA) if _tag_of(x) is tag_ else NoMetaData
 
 
 def hasmetadata(x, ctx):
@@ -549,10 +546,10 @@ def metameta(x, ctx):
     none): what :func:`tag` gave a tagged value, else what ``ctx``'s runs
     stored into the components of container or object ``x`` (see
     :func:`cassette.propagation.components`)."""
-    meta = _meta_of(x, ctx, "metameta")
-    if meta is None:
-        return _components(x, ctx)
-    return meta.meta
+    tag_ = _require_tagging(ctx, "metameta")
+    if _tag_of(x) is tag_:
+        return NoMetaMeta               # tag() gives no per-component metadata
+    return _components(x, ctx)
 
 
 def _components(x, ctx):
@@ -617,7 +614,7 @@ def _accelerated():
         return tag, untag, istagged, metadata
     from . import _core
     _core.install_tagging_api((tag, untag, istagged, metadata), Context, Tag, Tagged,
-                              _allowed_cache, Meta, NoMetaData, NoMetaMeta)
+                              _allowed_cache, NoMetaData)
     return _core.tag, _core.untag, _core.istagged, _core.metadata
 
 
