@@ -72,9 +72,7 @@ cdef extern from *:
 
 cdef extern from *:
     """
-    /* A vectorcall object whose only reference is its target: DropSelf,
-       and (with fields of its own after these) Slot share this layout and
-       its garbage-collector functions. */
+    /* A vectorcall object whose only reference is its target (DropSelf). */
     typedef struct {
         PyObject_HEAD
         PyObject *target;
@@ -617,54 +615,29 @@ cdef extern from *:
     }
 
     /* The constant rewritten code calls for an operator or propagation
-       slot: it calls its site's C entry with the operands, without a bound
-       method or argument parsing (``call``: set by the Cython module). */
-    typedef PyObject *(*cassette_site_entry)(PyObject *, PyObject *const *, Py_ssize_t);
-    typedef struct {
-        CassetteHolder holder;      /* target: the site */
-        cassette_site_entry call;
-    } CassetteSlot;
+       slot: a builtin method of its site whose C function is the site's
+       entry (``cassette_install_slot_entries``).  A METH_FASTCALL builtin is
+       what the interpreter's call instruction specializes for: it calls
+       the entry with the operands in place, without a generic call or
+       argument parsing. */
+    static PyMethodDef cassette_operation_slot_def = {
+        "operation_slot", NULL, METH_FASTCALL,
+        "An operator slot of rewritten code: calls its site."};
+    static PyMethodDef cassette_propagation_slot_def = {
+        "propagation_slot", NULL, METH_FASTCALL,
+        "A propagation slot of rewritten code: calls its site."};
 
-    static PyObject *cassette_slot_call(PyObject *self, PyObject *const *args,
-                                        size_t nargsf, PyObject *kwnames) {
-        if (kwnames != NULL && PyTuple_GET_SIZE(kwnames) != 0) {
-            PyErr_SetString(PyExc_TypeError, "an operation slot takes no keyword arguments");
-            return NULL;
-        }
-        CassetteSlot *slot = (CassetteSlot *)self;
-        return slot->call(slot->holder.target, args, PyVectorcall_NARGS(nargsf));
+    static void cassette_install_slot_entries(void *operation, void *propagation) {
+        cassette_operation_slot_def.ml_meth = (PyCFunction)(void(*)(void))operation;
+        cassette_propagation_slot_def.ml_meth = (PyCFunction)(void(*)(void))propagation;
     }
 
-    static PyObject *cassette_slot_repr(PyObject *self) {
-        return PyUnicode_FromFormat("<slot of %R>", ((CassetteHolder *)self)->target);
+    static PyObject *cassette_operation_slot(PyObject *site) {
+        return PyCFunction_NewEx(&cassette_operation_slot_def, site, NULL);
     }
 
-    static PyTypeObject CassetteSlotType = {
-        PyVarObject_HEAD_INIT(NULL, 0)
-        .tp_name = "cassette._core.Slot",
-        .tp_basicsize = sizeof(CassetteSlot),
-        .tp_dealloc = cassette_holder_dealloc,
-        .tp_vectorcall_offset = offsetof(CassetteHolder, vectorcall),
-        .tp_call = PyVectorcall_Call,
-        .tp_repr = cassette_slot_repr,
-        .tp_traverse = cassette_holder_traverse,
-        .tp_clear = cassette_holder_clear,
-        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
-        .tp_doc = "An operation slot of rewritten code: calls its site.",
-    };
-
-    static PyObject *cassette_slot_new(PyObject *site, void *call) {
-        if (!(CassetteSlotType.tp_flags & Py_TPFLAGS_READY)
-                && PyType_Ready(&CassetteSlotType) < 0)
-            return NULL;
-        CassetteSlot *self = PyObject_GC_New(CassetteSlot, &CassetteSlotType);
-        if (self == NULL) return NULL;
-        Py_INCREF(site);
-        self->holder.target = site;
-        self->holder.vectorcall = cassette_slot_call;
-        self->call = (cassette_site_entry)call;
-        PyObject_GC_Track(self);
-        return (PyObject *)self;
+    static PyObject *cassette_propagation_slot(PyObject *site) {
+        return PyCFunction_NewEx(&cassette_propagation_slot_def, site, NULL);
     }
 
     static void cassette_install_argument_routing(PyObject *route_argument,
@@ -682,7 +655,9 @@ cdef extern from *:
     object cassette_handler_being_called()
     object cassette_primitive_new(object target)
     object cassette_primitive_named(object target, object named)
-    object cassette_slot_new(object site, void *call)
+    void cassette_install_slot_entries(void *operation, void *propagation)
+    object cassette_operation_slot(object site)
+    object cassette_propagation_slot(object site)
     void cassette_install_tagged_call(void *call, object type)
     int cassette_class_seen(PyTypeObject *tp)
     void cassette_class_saw(PyTypeObject *tp)
@@ -1129,9 +1104,9 @@ cdef class Runtime:
             elif name in dispatch.TAGGING_SLOTS:
                 site = PropagationSite(self, name)
                 self._propagation_sites.append(site)
-                value = cassette_slot_new(site, <void *>_propagation_entry)
+                value = cassette_propagation_slot(site)
             else:
-                value = cassette_slot_new(OperationSite(self, name), <void *>_operation_entry)
+                value = cassette_operation_slot(OperationSite(self, name))
             self._slots[name] = value
         return value
 
@@ -2279,6 +2254,9 @@ cdef object _propagation_entry(object site, PyObject **args, Py_ssize_t nargs):
     if nargs == 3:
         return propagation._call3(<object>args[0], <object>args[1], <object>args[2])
     raise TypeError(f"the slot of {propagation.name!r} takes 1 to 3 operands, got {nargs}")
+
+
+cassette_install_slot_entries(<void *>_operation_entry, <void *>_propagation_entry)
 
 
 # -- routing (see the comment on cassette_trampoline) -----------------------
