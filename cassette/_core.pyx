@@ -13,6 +13,8 @@ from cpython.object cimport (PyObject, PyObject_GenericGetAttr, PyObject_Generic
                              PyObject_TypeCheck, PyTypeObject)
 from cpython.ref cimport Py_DECREF, Py_INCREF
 cimport cython
+from libc.stdint cimport uintptr_t
+from libc.string cimport memset
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 import functools
@@ -707,6 +709,11 @@ cdef Py_ssize_t _generation = -1
 #: emptied (functions and classes can be made at run time).
 cdef Py_ssize_t CACHE_MAX = 4096
 
+#: How many records of lists and tuples a runtime remembers (see
+#: ``Runtime._record_of``).
+cdef enum:
+    RECENT_RECORDS = 16
+
 
 def _on_generation_change(Py_ssize_t generation):
     global _generation
@@ -1017,6 +1024,10 @@ cdef class Runtime:
     # Under tagging: the context's tag and its bindings cache's entries.
     cdef object _tag
     cdef dict _entries
+    # The records of lists and tuples found last in ``_entries``, by the
+    # address of their target (see ``_record_of``).
+    cdef uintptr_t _recent_targets[RECENT_RECORDS]
+    cdef list _recent_records
     # What tells whether another context may adopt this runtime (see
     # ``adopt``): runs in progress, live runtimes nested in this one (each
     # counts itself in the parent it holds in ``_counted_parent``), weak
@@ -1067,7 +1078,35 @@ cdef class Runtime:
         self._tag = getattr(self.ctx, "tag", None)
         self._tagging = self._tag is not None
         self._entries = self.ctx.bindingscache.entries if self._tagging else None
+        self._forget_recent_records()
         self._chain_tagging = engine.chain_has_tagging(self)
+
+    cdef void _forget_recent_records(self) noexcept:
+        memset(self._recent_targets, 0, sizeof(self._recent_targets))
+        self._recent_records = [None] * RECENT_RECORDS
+
+    cdef object _record_of(self, object target):
+        """The record ``_entries`` keeps for ``target`` (by its address), or
+        None.  The records of lists and tuples (held strongly: their target
+        cannot die while they are kept) found last are remembered here: a
+        record held only here is one the bindings cache dropped because
+        nothing else held its target, which the program thus cannot reach
+        again."""
+        cdef uintptr_t address = <uintptr_t><void *>target
+        cdef Py_ssize_t slot = (address >> 4) % RECENT_RECORDS
+        if self._recent_targets[slot] == address:
+            return self._recent_records[slot]
+        cdef PyObject *found = PyDict_GetItemWithError(self._entries, _address(target))
+        if found is NULL:
+            return None
+        record = <object>found
+        if type(record) is not _record_type:
+            _learn_record_type(type(record))
+        if (_slot(record, _OFF_RECORD_WEAK, "weak") is False
+                and _slot(record, _OFF_RECORD_TARGET, "target") is target):
+            self._recent_targets[slot] = address
+            self._recent_records[slot] = record
+        return record
 
     def release(self):
         """Drop every cache and keep nothing more until :meth:`retain`.
@@ -1353,6 +1392,7 @@ cdef class Runtime:
         self._entries = (PyObject_GenericGetAttr(PyObject_GenericGetAttr(ctx, "bindingscache"),
                                                  "entries")
                          if tag is not None else None)
+        self._forget_recent_records()
         PyObject_GenericSetAttr(old, "_runtime", None)
         PyObject_GenericSetAttr(ctx, "_runtime", self)
         # The only parts that hold a context rather than this runtime.
@@ -1438,8 +1478,7 @@ cdef class Runtime:
         if self.parent is not None:
             f = self.parent.resolve(f)
         if self._tagging:
-            return _call_tagged(self.ctx, self._tag, self._entries, _propagator_of(callee),
-                                f, args, kwargs)
+            return _call_tagged(self, _propagator_of(callee), f, args, kwargs)
         return _call_tuple(f, args, kwargs)
 
 
@@ -1616,18 +1655,15 @@ cdef inline object _address(object obj):
     return PyLong_FromVoidPtr(<void *>obj)
 
 
-cdef object _parts_in_step(dict entries, object sequence):
-    """The per-element parts ``entries`` records for ``sequence`` (a list or
-    tuple, exactly) when the record is its own and has one part per element
-    (what a read may trust after comparing its element), a list;
-    ``_UNRECORDED`` when ``entries`` has no record of it; else
-    ``_UNDECIDED``."""
-    cdef PyObject *found = PyDict_GetItemWithError(entries, _address(sequence))
-    if found is NULL:
+cdef object _parts_in_step(Runtime runtime, object sequence):
+    """The per-element parts ``runtime``'s bindings cache records for
+    ``sequence`` (a list or tuple, exactly) when the record is its own and
+    has one part per element (what a read may trust after comparing its
+    element), a list; ``_UNRECORDED`` when the cache has no record of it;
+    else ``_UNDECIDED``."""
+    record = runtime._record_of(sequence)
+    if record is None:
         return _UNRECORDED
-    record = <object>found
-    if type(record) is not _record_type:
-        _learn_record_type(type(record))
     if (_slot(record, _OFF_RECORD_WEAK, "weak") is not False
             or _slot(record, _OFF_RECORD_TARGET, "target") is not sequence):
         return _UNDECIDED
@@ -1637,7 +1673,7 @@ cdef object _parts_in_step(dict entries, object sequence):
     return parts
 
 
-cdef object _unpacked_in_step(object tag_, dict entries, object sequence):
+cdef object _unpacked_in_step(Runtime runtime, object sequence):
     """The elements of ``sequence`` (a list or tuple, exactly) as a tuple,
     each tagged with the metadata recorded for it while it still holds the
     value recorded; None when the record is not in step (the propagation
@@ -1645,7 +1681,7 @@ cdef object _unpacked_in_step(object tag_, dict entries, object sequence):
     cdef Py_ssize_t i, n
     if type(sequence) is not list and type(sequence) is not tuple:
         return None
-    parts = _parts_in_step(entries, sequence)
+    parts = _parts_in_step(runtime, sequence)
     if type(parts) is not list:
         return None
     n = len(<list>parts)
@@ -1654,10 +1690,30 @@ cdef object _unpacked_in_step(object tag_, dict entries, object sequence):
         value = sequence[i]
         part = parts[i]
         if part is not None and (<tuple>part)[0] is _innermost(value):
-            value = _make_tagged(tag_, value, (<tuple>part)[1])
+            value = _make_tagged(runtime._tag, value, (<tuple>part)[1])
         Py_INCREF(value)
         PyTuple_SET_ITEM(out, i, value)
     return out
+
+
+cdef object _adopted_list(Runtime runtime, list container):
+    """``container``, a list just built, with the values tagged by
+    ``runtime``'s context replaced by their primal values and their
+    metadata recorded (as ``propagation.adopt`` does)."""
+    cdef Py_ssize_t i, n = len(container)
+    cdef object parts = None
+    tag_ = runtime._tag
+    for i in range(n):
+        value = container[i]
+        if _tagged_by(value, tag_):
+            if parts is None:
+                parts = [None] * n
+            primal = _value_of(value)
+            container[i] = primal
+            (<list>parts)[i] = (_innermost(primal), _data_of(value))
+    if parts is not None:
+        _dispatch_module.record_parts(runtime.ctx, container, parts)
+    return container
 
 
 cdef inline Py_ssize_t _element_index(list container, object index):
@@ -1673,14 +1729,14 @@ cdef inline Py_ssize_t _element_index(list container, object index):
     return i if 0 <= i < n else -1
 
 
-cdef object _list_read(object tag_, dict entries, list container, object index):
-    """``container[index]`` (an int index) when ``entries`` records the
-    list's elements in step with it — the common case of a list built in
-    the run — tagged with the element's metadata; ``_UNRECORDED`` when
-    ``entries`` has no record of the list (a plain read);  ``_UNDECIDED``
-    for everything else (the propagation layer decides)."""
+cdef object _list_read(Runtime runtime, list container, object index):
+    """``container[index]`` (an int index) when ``runtime``'s bindings cache
+    records the list's elements in step with it — the common case of a list
+    built in the run — tagged with the element's metadata; ``_UNRECORDED``
+    when the cache has no record of the list (a plain read);
+    ``_UNDECIDED`` for everything else (the propagation layer decides)."""
     cdef Py_ssize_t i
-    parts = _parts_in_step(entries, container)
+    parts = _parts_in_step(runtime, container)
     if type(parts) is not list:
         return parts
     i = _element_index(container, index)
@@ -1692,35 +1748,45 @@ cdef object _list_read(object tag_, dict entries, list container, object index):
         return value
     if (<tuple>part)[0] is not _innermost(value):
         return _UNDECIDED           # moved behind cassette's back: rematch
-    return _make_tagged(tag_, value, (<tuple>part)[1])
+    return _make_tagged(runtime._tag, value, (<tuple>part)[1])
 
 
-cdef object _list_write(object tag_, dict entries, object setitem, list container,
-                        object index, object value):
+cdef object _list_write(Runtime runtime, object setitem, list container, object index,
+                        object value):
     """``setitem(container, index, value)`` with the element's metadata
-    recorded, as :func:`_list_read` reads it; ``_UNRECORDED`` (not done)
-    when ``entries`` has no record of the list, ``_UNDECIDED`` when not done
-    for another reason."""
+    recorded, as :func:`_list_read` reads it (a list without a record gets
+    one when ``value`` carries metadata); ``_UNRECORDED`` (not done) when
+    neither the list has a record nor ``value`` is tagged, ``_UNDECIDED``
+    when not done for another reason."""
     cdef Py_ssize_t i
-    parts = _parts_in_step(entries, container)
-    if type(parts) is not list:
+    parts = _parts_in_step(runtime, container)
+    if parts is _UNDECIDED:
+        return parts
+    tagged = _is_tagged(value)
+    if parts is _UNRECORDED and not tagged:
         return parts
     i = _element_index(container, index)
     if i < 0:
         return _UNDECIDED
-    if _is_tagged(value):
-        if _tag_of(value) is not tag_:
+    if tagged:
+        if _tag_of(value) is not runtime._tag:
             return _UNDECIDED
         stored = _value_of(value)
         setitem(container, i, stored)
-        (<list>parts)[i] = (_innermost(stored), _data_of(value))
+        part = (_innermost(stored), _data_of(value))
+        if parts is _UNRECORDED:
+            parts = [None] * len(container)
+            (<list>parts)[i] = part
+            _dispatch_module.record_parts(runtime.ctx, container, parts)
+        else:
+            (<list>parts)[i] = part
         return None
     setitem(container, i, value)
     (<list>parts)[i] = None
     return None
 
 
-cdef object _list_element(object tag_, dict entries, object propagate, object f, tuple args):
+cdef object _list_element(Runtime runtime, object propagate, object f, tuple args):
     """``lst[i]`` and ``lst[i] = v`` (``args``, the list first) when the
     propagators of ``getitem`` and ``setitem`` would run: see
     :func:`_list_read` and :func:`_list_write`."""
@@ -1731,39 +1797,59 @@ cdef object _list_element(object tag_, dict entries, object propagate, object f,
     if type(args[1]) is not int:
         return _UNDECIDED
     if propagate is _getitem_propagator and len(args) == 2:
-        out = _list_read(tag_, entries, <list>args[0], args[1])
+        out = _list_read(runtime, <list>args[0], args[1])
     elif propagate is _setitem_propagator and len(args) == 3:
-        out = _list_write(tag_, entries, f, <list>args[0], args[1], args[2])
+        out = _list_write(runtime, f, <list>args[0], args[1], args[2])
     else:
         return _UNDECIDED
     return _UNDECIDED if out is _UNRECORDED else out
 
 
+# The tagged type found last, for a tag and a primal type (a tag's types
+# stay its own while it lives, which this reference ensures).
+cdef object _last_tag = None, _last_tagged_primal = None, _last_tagged_type = None
+
+
+cdef inline object _made_tagged_type(object tag_, object primal_type):
+    """The type of ``primal_type`` values tagged with ``tag_`` if the tag
+    has made it, else None."""
+    global _last_tag, _last_tagged_primal, _last_tagged_type
+    cdef PyObject *found
+    if tag_ is _last_tag and primal_type is _last_tagged_primal:
+        return _last_tagged_type
+    found = PyDict_GetItemWithError(_types_of(tag_), primal_type)
+    if found is NULL:
+        return None
+    _last_tag, _last_tagged_primal, _last_tagged_type = tag_, primal_type, <object>found
+    return <object>found
+
+
 cdef object _make_tagged(object tag_, object value, object data):
     """A value tagged with ``tag_`` carrying metadata ``data``."""
-    cdef PyObject *found = PyDict_GetItemWithError(_types_of(tag_), type(value))
-    if found is NULL:
-        return _new_tagged(tag_.tagged_type(type(value)), value, tag_, data)
-    return _new_tagged(<object>found, value, tag_, data)
+    made = _made_tagged_type(tag_, type(value))
+    if made is None:
+        made = tag_.tagged_type(type(value))
+    return _new_tagged(made, value, tag_, data)
 
 
-cdef object _call_tagged(object ctx, object tag, dict entries, tuple propagation, object f,
-                         tuple args, dict kwargs):
+cdef object _call_tagged(Runtime runtime, tuple propagation, object f, tuple args,
+                         dict kwargs):
     """The fallback under tagging, without a Python frame of the library
     between the program and the primitive unless metadata is involved
     (frame-walking code, tracebacks and the recursion limit see none):
     arguments untagged, or the propagation layer's ``propagate`` when the
     primitive has one and some argument is tagged or has recorded
-    components (or the propagator must always run).  ``tag`` and
-    ``entries``: ``ctx``'s tag and its bindings cache's entries."""
+    components (or the propagator must always run)."""
     cdef Py_ssize_t i, n
     cdef list untagged
     cdef object propagate = propagation[0]
+    cdef object ctx = runtime.ctx, tag = runtime._tag
+    cdef dict entries = runtime._entries
     if propagate is not None:
         if propagation[1]:
             return propagate(ctx, f, args, kwargs or {})
         if not kwargs and len(args) >= 2 and type(args[0]) is list and entries:
-            out = _list_element(tag, entries, propagate, f, args)
+            out = _list_element(runtime, propagate, f, args)
             if out is not _UNDECIDED:
                 return out
         for arg in args:
@@ -1822,7 +1908,7 @@ cdef object _tagged_vectorcall(object state, PyObject **args, size_t nargsf,
         for i in range(nkw):
             keywords[(<tuple>kwnames)[i]] = <object>args[nargs + i]
     cdef Runtime runtime = tagged.runtime
-    return _call_tagged(runtime.ctx, runtime._tag, runtime._entries, tagged.propagation,
+    return _call_tagged(runtime, tagged.propagation,
                         tagged.primitive, positional, keywords)
 
 
@@ -1877,13 +1963,15 @@ cdef class PropagationSite:
             if self.kind == 1:
                 if not _holds_tagged(a):
                     return a
+                if type(a) is list:
+                    return _adopted_list(self.runtime, <list>a)
             elif self.kind == 2:
                 if not self._recorded(a) and not _holds_tagged(a):
                     return tuple(a)
             elif not self._recorded(a):         # unpacked, keywords
                 return a
             elif self.kind == 3:
-                out = _unpacked_in_step(self.tag, self.entries, a)
+                out = _unpacked_in_step(self.runtime, a)
                 if out is not None:
                     return out
         return self._slow()(a)
@@ -2194,7 +2282,7 @@ cdef class OperationSite:
                     return self._operate((a, b))
             if self.unhooked_tagging:
                 if self.is_getitem and type(a) is list and type(b) is int:
-                    out = _list_read(self.runtime._tag, self.runtime._entries, a, b)
+                    out = _list_read(self.runtime, a, b)
                     if out is _UNRECORDED:
                         return self.implementation(a, b)
                     if out is not _UNDECIDED:
@@ -2210,7 +2298,7 @@ cdef class OperationSite:
             if (self.is_setitem and type(b) is list and type(c) is int
                     and cassette_builtin_instance(_innermost(a))
                     and self.unhooked(list, int, type(a), _owned(self.runtime._tag, a) << 2)):
-                out = _list_write(self.runtime._tag, self.runtime._entries, self.callee, b, c, a)
+                out = _list_write(self.runtime, self.callee, b, c, a)
                 if out is _UNRECORDED:
                     if self._plain_operands(a, None):
                         self.implementation(b, c, a)
@@ -2473,16 +2561,10 @@ cdef inline object _allowed_metadata(object context_type, object primal_type):
     return allowed
 
 
-# The tagged type ``tag`` found last, for a tag and a primal type (a tag's
-# types stay its own while it lives, which this reference ensures).
-cdef object _last_tag = None, _last_tagged_primal = None, _last_tagged_type = None
-
-
 # A builtin function, not a Cython function: calls of it specialize.
 @cython.binding(False)
 def tag(value, ctx, metadata=NoMetaData):
     """``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."""
-    cdef PyObject *found
     tag_ = _api_tag(ctx)
     primal_type = type(value)
     if tag_ is None or _is_tagged(value):        # the slow path tags tagged values
@@ -2491,13 +2573,7 @@ def tag(value, ctx, metadata=NoMetaData):
         allowed = _allowed_metadata(type(ctx), primal_type)
         if allowed is None or type(metadata) is not allowed:
             return _tg_slow_tag(value, ctx, metadata)
-    global _last_tag, _last_tagged_primal, _last_tagged_type
-    if tag_ is _last_tag and primal_type is _last_tagged_primal:
-        made = _last_tagged_type
-    else:
-        found = PyDict_GetItemWithError(_types_of(tag_), primal_type)
-        if found is NULL:
-            return _tg_slow_tag(value, ctx, metadata)
-        made = <object>found
-        _last_tag, _last_tagged_primal, _last_tagged_type = tag_, primal_type, made
+    made = _made_tagged_type(tag_, primal_type)
+    if made is None:
+        return _tg_slow_tag(value, ctx, metadata)
     return _new_tagged(made, value, tag_, metadata)

@@ -761,6 +761,15 @@ def tagging_propagator(callee):
     return None
 
 
+def record_parts(ctx, sequence, parts):
+    """Record ``parts`` — per element of list ``sequence``, ``(value,
+    metadata)`` or None — in ``ctx``'s bindings cache: the runtime calls it
+    for a list without a record that it adopted or wrote a tagged value
+    into.  Placeholder until the propagation layer loads (which rebinds
+    this module attribute): nothing is recorded."""
+    return None
+
+
 #: Slots of code rewritten for a tagging context (``cassette.propagation``
 #: fills it): slot name -> ``make(ctx, outer)`` giving the callable bound
 #: for a runtime of ``ctx`` (``outer``: the enclosing runtime's, or None).

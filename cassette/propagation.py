@@ -145,6 +145,12 @@ def _new_record(cache, obj):
     return record
 
 
+def record_parts(ctx, sequence, parts):
+    """Record ``parts`` (one ``(value, metadata)`` or None per element) for
+    list ``sequence`` (see :func:`cassette.dispatch.record_parts`)."""
+    _new_record(_cache(ctx), sequence).items = parts
+
+
 def _forgetter(entries, key):
     def forget(ref):
         record = entries.get(key)
@@ -1250,4 +1256,5 @@ _PROPAGATORS = {
 dispatch.tagging_fallback = fallback
 dispatch.tagging_propagator = propagator
 dispatch.TAGGING_SLOTS = TAGGING_SLOTS
+dispatch.record_parts = record_parts
 tagging._components = components
