@@ -13,7 +13,7 @@ from cpython.object cimport (PyObject, PyObject_GenericGetAttr, PyObject_Generic
                              PyObject_TypeCheck, PyTypeObject)
 from cpython.ref cimport Py_DECREF, Py_INCREF
 cimport cython
-from libc.stdint cimport uintptr_t
+from libc.stdint cimport uint64_t, uintptr_t
 from libc.string cimport memset
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
@@ -712,7 +712,8 @@ cdef Py_ssize_t CACHE_MAX = 4096
 #: How many records of lists and tuples a runtime remembers (see
 #: ``Runtime._record_of``).
 cdef enum:
-    RECENT_RECORDS = 16
+    RECENT_RECORDS_BITS = 5
+    RECENT_RECORDS = 1 << RECENT_RECORDS_BITS
 
 
 def _on_generation_change(Py_ssize_t generation):
@@ -1093,7 +1094,10 @@ cdef class Runtime:
         nothing else held its target, which the program thus cannot reach
         again."""
         cdef uintptr_t address = <uintptr_t><void *>target
-        cdef Py_ssize_t slot = (address >> 4) % RECENT_RECORDS
+        # Fibonacci hashing: the addresses of lists, spaced by their size
+        # class, would share a few slots if their low bits were used.
+        cdef Py_ssize_t slot = (((address >> 4) * <uint64_t>0x9E3779B97F4A7C15)
+                                >> (64 - RECENT_RECORDS_BITS))
         if self._recent_targets[slot] == address:
             return self._recent_records[slot]
         cdef PyObject *found = PyDict_GetItemWithError(self._entries, _address(target))

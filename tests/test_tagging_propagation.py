@@ -516,3 +516,106 @@ def test_element_access_of_a_recorded_list_fails_as_plainly_for_any_index():
             assert elements[index][1] == "x"
         else:
             assert outcome[0][0] == "IndexError" and read_label is NoMetaData
+
+
+def test_a_first_store_into_a_list_made_outside_the_run_records_the_element():
+    """A list the run did not build has no record until a tagged value is
+    stored into it: that store makes one (out of range: what plain Python
+    raises, and no record)."""
+    box = [0.0, 0.5, 1.0]
+
+    def f(a, i):
+        box[i] = a
+        return labelled(ctx, box[i]), labelled(ctx, box[0])
+
+    ctx = new_context()
+    assert overdub(ctx, f, tag(2.5, ctx, "a"), 1) == ((2.5, "a"), (0.0, NoMetaData))
+    assert box == [0.0, 2.5, 1.0]
+    assert_primal_only(box)
+    assert [m.data for m in metameta(box, ctx)] == [NoMetaData, "a", NoMetaData]
+    assert overdub(ctx, lambda: labelled(ctx, box[-2])) == (2.5, "a")
+
+    elsewhere = [0.0]
+    with pytest.raises(IndexError) as raised:
+        overdub(ctx, lambda a: elsewhere.__setitem__(3, a), tag(1.0, ctx, "b"))
+    with pytest.raises(IndexError) as plain:
+        elsewhere[3] = 1.0
+    assert str(raised.value) == str(plain.value)
+    assert metameta(elsewhere, ctx) is NoMetaMeta
+
+
+def test_many_lists_read_in_turn_each_keep_their_own_metadata():
+    """Reads alternating between more lists than a runtime remembers
+    records of find each list's own metadata."""
+    count = 53
+
+    def program(xs):
+        lists = [[x, 2.0 * i, x] for i, x in enumerate(xs)]
+        reads = []
+        for step in range(3):
+            for k in range(0, count, 1 + step):
+                reads.append(lists[(k * 7) % count][0])
+                reads.append(lists[(k * 11) % count][1])
+        return reads, lists
+
+    values = [float(i) for i in range(count)]
+    plain_reads, plain_lists = program(values)
+    ctx = new_context()
+
+    def probe(*xs):
+        reads, lists = program(list(xs))
+        return [labelled(ctx, v) for v in reads], lists
+
+    labels = [f"x{i}" for i in range(count)]
+    reads, lists = overdub(ctx, probe, *(tag(v, ctx, label) for v, label in zip(values, labels)))
+    assert [value for value, _ in reads] == plain_reads
+    expected = []
+    for step in range(3):
+        for k in range(0, count, 1 + step):
+            expected += [labels[(k * 7) % count], NoMetaData]
+    assert [label for _, label in reads] == expected
+    assert lists == plain_lists
+    assert [[m.data for m in metameta(row, ctx)] for row in lists[:2]] == [
+        ["x0", NoMetaData, "x0"], ["x1", NoMetaData, "x1"]]
+
+
+def test_lists_the_bindings_cache_dropped_lend_no_metadata_to_later_lists():
+    """Thousands of short-lived recorded lists (their records swept) are
+    followed by plain lists, some of them at the addresses the dropped ones
+    had: those read back without metadata."""
+    def program(a):
+        total = 0.0
+        for i in range(3000):
+            pair = [a, float(i)]
+            total += pair[1]
+        fresh = [[float(i), float(i)] for i in range(3000)]
+        return total, [row[0] for row in fresh]
+
+    ctx = new_context()
+    plain_total, plain_firsts = program(1.0)
+
+    def probe(a):
+        total, firsts = program(a)
+        return total, [metadata(v, ctx) for v in firsts], firsts
+
+    total, labels, firsts = overdub(ctx, probe, tag(1.0, ctx, "a"))
+    assert total == plain_total and firsts == plain_firsts
+    assert labels == [NoMetaData] * 3000
+    assert len(ctx.bindingscache) < 2100
+
+
+def test_a_list_display_leaves_values_of_another_context_as_they_are():
+    """Only the running context's tags come off when a list is built: a
+    value tagged by an unrelated context stays in the list, tagged."""
+    other = new_context()
+    foreign = tag(4.0, other, "other")
+
+    def f(a, b):
+        items = [a, b]
+        return items, items[1] is b, labelled(ctx, items[0])
+
+    ctx = new_context()
+    items, same, first = overdub(ctx, f, tag(1.0, ctx, "a"), foreign)
+    assert same and first == (1.0, "a")
+    assert items[1] is foreign and metadata(items[1], other) == "other"
+    assert [m.data for m in metameta(items, ctx)] == ["a", NoMetaData]
