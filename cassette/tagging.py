@@ -543,9 +543,10 @@ def hasmetadata(x, ctx):
 
 def metameta(x, ctx):
     """The per-component metadata of ``x`` w.r.t. ``ctx`` (``NoMetaMeta`` if
-    none): what :func:`tag` gave a tagged value, else what ``ctx``'s runs
-    stored into the components of container or object ``x`` (see
-    :func:`cassette.propagation.components`)."""
+    none): what ``ctx``'s runs stored into the components of container or
+    object ``x`` (see :func:`cassette.propagation.components`); a value
+    tagged w.r.t. ``ctx`` has none of its own (:func:`tag` gives it
+    metadata, not per-component metadata)."""
     tag_ = _require_tagging(ctx, "metameta")
     if _tag_of(x) is tag_:
         return NoMetaMeta               # tag() gives no per-component metadata
