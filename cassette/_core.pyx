@@ -1933,8 +1933,7 @@ cdef class PropagationSite:
     frame; anything else goes to the propagation layer's ``slow`` slot."""
 
     cdef Runtime runtime
-    cdef object tag, slow, name
-    cdef dict entries
+    cdef object slow, name
     cdef int kind
     cdef bint direct
 
@@ -1947,8 +1946,6 @@ cdef class PropagationSite:
         """Take the context of ``runtime`` (anew when it adopts another);
         the slow path is made when first needed."""
         self.runtime = runtime
-        self.tag = runtime._tag
-        self.entries = runtime._entries
         self.slow = None
         self.direct = runtime._tagging and not (
             runtime.parent is not None and engine.chain_has_tagging(runtime.parent))
@@ -1960,7 +1957,8 @@ cdef class PropagationSite:
         return self.slow
 
     cdef inline bint _recorded(self, object obj):
-        return bool(self.entries) and _address(obj) in self.entries
+        cdef dict entries = self.runtime._entries
+        return bool(entries) and _address(obj) in entries
 
     cdef object _call1(self, a):
         if self.direct:

@@ -147,7 +147,8 @@ def _new_record(cache, obj):
 
 def record_parts(ctx, sequence, parts):
     """Record ``parts`` (one ``(value, metadata)`` or None per element) for
-    list ``sequence`` (see :func:`cassette.dispatch.record_parts`)."""
+    list or tuple ``sequence`` (the core calls it too: see
+    :func:`cassette.dispatch.record_parts`)."""
     _new_record(_cache(ctx), sequence).items = parts
 
 
@@ -323,7 +324,7 @@ def adopt(ctx, container):
                 container[i] = primal
                 parts[i] = (_innermost(primal), _get(element, _DATA))
         if parts is not None:
-            _new_record(_cache(ctx), container).items = parts
+            record_parts(ctx, container, parts)
         return container
     if kind is tuple:
         if not any(_tag_of(element) is tag for element in container):
@@ -335,7 +336,7 @@ def adopt(ctx, container):
             values.append(primal)
             parts.append(None if data is _UNTAGGED else (_innermost(primal), data))
         result = tuple(values)
-        _new_record(_cache(ctx), result).items = parts
+        record_parts(ctx, result, parts)
         return result
     if kind is dict:
         if not any(_tag_of(v) is tag or _tag_of(k) is tag for k, v in container.items()):
