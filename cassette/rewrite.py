@@ -170,7 +170,10 @@ def _effect(instr, jump):
     if effect is None:
         pre, _post = instr.pre_and_post_stack_effect(jump=jump)
         net = instr.stack_effect(jump=jump)
-        pops = -pre if pre < 0 else 0
+        # ``pre`` alone undercounts instructions that pop below what they
+        # leave in place (MAP_ADD 1 reports pre -1, post -1 for its key and
+        # value): never push a negative count.
+        pops = max(-pre, -net, 0)
         produced = LAYER.producer_tags(instr)
         effect = _effects[key] = (pops, net + pops, tuple(produced) if produced else None)
     return effect
