@@ -341,6 +341,56 @@ def _python_function(obj):
     return obj
 
 
+#: The second element of :func:`call_target`'s answer for a ``__call__``
+#: that is a descriptor of another kind: it binds when the call is made.
+BIND_AT_CALL = "bind at call"
+
+
+def call_target(obj):
+    """What calling ``obj`` calls when its class defines ``__call__``, as the
+    interpreter decides it (``slot_tp_call``): ``(target, first)`` where the
+    call ``obj(*args)`` is ``target(first, *args)``, or ``target(*args)`` when
+    ``first`` is :data:`NO_SELF`.  The class attribute is found statically,
+    like every look-up here:
+
+    * a function or other method descriptor: ``(found, obj)``;
+    * a ``staticmethod``: ``(found.__func__, NO_SELF)``;
+    * a ``classmethod``: ``(found.__func__, type(obj))``;
+    * any other descriptor (its class defines ``__get__``):
+      ``(found, BIND_AT_CALL)``: the call binds ``found.__get__(obj,
+      type(obj))`` and calls what that returns;
+    * anything else (a builtin, a partial): ``(found, NO_SELF)``.
+
+    None when the class defines no ``__call__``."""
+    found = lookup_on_type(type(obj), "__call__")
+    if found is None:
+        return None
+    kind = type(found)
+    if kind is staticmethod:
+        return found.__func__, NO_SELF
+    if kind is classmethod:
+        return found.__func__, type(obj)
+    if kind.__flags__ & METHOD_DESCRIPTOR_FLAG:
+        return found, obj
+    if lookup_on_type(kind, "__get__") is not None:
+        return found, BIND_AT_CALL
+    return found, NO_SELF
+
+
+def _has_callable_body(obj):
+    """True when calling ``obj`` through its class's ``__call__`` runs code
+    cassette can overdub: a Python function, or a descriptor whose
+    ``__get__`` is Python, or anything :func:`body_kind` gives a body."""
+    target, first = call_target(obj)
+    if first is BIND_AT_CALL:
+        return bool(type(target).__flags__ & HEAPTYPE_FLAG)
+    if target is obj:                   # a class whose __call__ is its own instance
+        return False
+    if type(target) is FunctionType:
+        return not is_library_code(target.__code__)
+    return not is_method_descriptor(target) and body_kind(target) is not None
+
+
 def body_kind(callee):
     """How cassette runs ``callee``'s body overdubbed, or None for a primitive."""
     if is_one_of(callee, _nested_entry_points):
@@ -351,9 +401,8 @@ def body_kind(callee):
     if callee is _TYPE_CALL:
         return TYPE_CALL
     if isinstance(callee, type):
-        meta_call = lookup_on_type(type(callee), "__call__")
-        if _python_function(meta_call) is not None:
-            return METACLASS_CALL
+        if lookup_on_type(kind, "__call__") is not _TYPE_CALL:
+            return METACLASS_CALL if _has_callable_body(callee) else None
         if (_python_function(lookup_on_type(callee, "__new__")) is not None
                 or _python_function(lookup_on_type(callee, "__init__")) is not None):
             return INSTANTIATION
@@ -368,7 +417,7 @@ def body_kind(callee):
         return None
     if kind is MethodType:
         return None
-    if _python_function(lookup_on_type(kind, "__call__")) is not None:
+    if kind.__flags__ & HEAPTYPE_FLAG and _has_callable_body(callee):
         return CALLABLE_INSTANCE
     return None
 

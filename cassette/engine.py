@@ -290,14 +290,12 @@ def body_of(runtime, decision):
         return runtime.rewritten(callee)
     if kind == callables.INSTANTIATION:
         return runtime.instantiation(callee)
-    if kind == callables.METACLASS_CALL:
-        return types.MethodType(runtime.rewritten(metaclass_call(callee)), callee)
+    if kind == callables.METACLASS_CALL or kind == callables.CALLABLE_INSTANCE:
+        return call_body(runtime, callee)
     if kind == callables.TYPE_CALL:
         return functools.partial(instantiate, runtime.call)
     if kind == callables.PARTIAL:
         return functools.partial(call_partial, runtime.call, callee)
-    if kind == callables.CALLABLE_INSTANCE:
-        return types.MethodType(runtime.rewritten(instance_call(callee)), callee)
     if kind == callables.NESTED_OVERDUB:
         return runtime.nested_overdub()
     if kind == callables.SOURCE:
@@ -441,10 +439,34 @@ def _compiled_source(source, is_exec, frame):
                    frame.f_code.co_flags & _FUTURE_FLAGS, True)
 
 
-def metaclass_call(cls):
-    """The Python ``__call__`` of ``cls``'s metaclass."""
-    found = callables.lookup_on_type(type(cls), "__call__")
-    return found.__func__ if type(found) is staticmethod else found
+def call_body(runtime, obj):
+    """The body of calling ``obj`` (a callable instance, or a class whose
+    metaclass defines ``__call__``): what :func:`callables.call_target` says
+    the interpreter calls, run overdubbed — a staticmethod without ``obj``,
+    a classmethod with ``type(obj)``, a function with ``obj`` first."""
+    target, first = callables.call_target(obj)
+    if first is callables.BIND_AT_CALL:
+        return functools.partial(call_through_descriptor, runtime.call, obj, target)
+    if type(target) is types.FunctionType:
+        body = runtime.rewritten(target)
+    else:
+        body = body_of(runtime, Decision(target, callables.NO_SELF, None,
+                                         callables.body_kind(target)))
+    return body if first is callables.NO_SELF else types.MethodType(body, first)
+
+
+@callables.acts_for_program
+def call_through_descriptor(call, obj, descriptor, /, *args, **kwargs):
+    """``obj(*args, **kwargs)`` where ``type(obj).__call__`` is a descriptor
+    of a Python class: its ``__get__`` binds it to ``obj`` and what that
+    returns is called, both as operations of the running context (``call``)."""
+    try:
+        get = callables.lookup_on_type(type(descriptor), "__get__")
+        bound = call(get, descriptor, obj, type(obj))
+        return call(bound, *args, **kwargs)
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
 
 
 _HEAPTYPE = callables.HEAPTYPE_FLAG
@@ -540,12 +562,6 @@ def _untagged(value, tagged):
     while issubclass(type(value), tagged):
         value = object.__getattribute__(value, "_cassette_value")
     return value
-
-
-def instance_call(obj):
-    """The Python ``__call__`` found on ``type(obj)``."""
-    found = callables.lookup_on_type(type(obj), "__call__")
-    return found.__func__ if type(found) is staticmethod else found
 
 
 def native_with_error(manager):

@@ -6,6 +6,8 @@ import asyncio
 import functools
 import operator
 
+import pytest
+
 import cassette
 from overdub_support import Recorder, callees, only, record
 
@@ -513,3 +515,55 @@ def test_handler_registered_inside_a_with_block_applies_in_exit():
         assert log == [0, "replaced"]
     finally:
         cassette.execute.unregister(handler)
+
+
+# -- calling an instance: exactly what type(obj).__call__'s descriptor gives ---
+
+def _called_with(*args):
+    marker(-20)
+    return args
+
+
+class _Binder:
+    """A descriptor of a Python class: binds ``_called_with`` to a label."""
+
+    def __get__(self, obj, owner=None):
+        marker(-21)
+        return functools.partial(_called_with, "bound", type(obj).__name__)
+
+
+CALL_DESCRIPTORS = {
+    "function": lambda: (lambda self, *args: _called_with(type(self).__name__, *args)),
+    # sympy's S is an instance whose class sets __call__ = staticmethod(sympify)
+    "staticmethod": lambda: staticmethod(_called_with),
+    "classmethod": lambda: classmethod(_called_with),
+    "python descriptor": _Binder,
+    "partial": lambda: functools.partial(_called_with, "partial"),
+    "builtin": lambda: staticmethod(max),
+    "builtin, not a descriptor": lambda: max,
+}
+
+
+@pytest.mark.parametrize("kind", sorted(CALL_DESCRIPTORS))
+def test_calling_an_instance_follows_its_call_descriptor(kind):
+    Callable = type("Callable", (), {"__call__": CALL_DESCRIPTORS[kind]()})
+    obj = Callable()
+    expected = obj(1, 2)
+    out, trace = record(lambda: obj(1, 2))
+    assert out == expected
+    assert trace[0] == (obj, (1, 2), {})
+    runs_python = kind not in ("builtin", "builtin, not a descriptor")
+    assert saw(trace, -20) is runs_python
+    assert saw(trace, -21) is (kind == "python descriptor")
+    assert cassette.canoverdub(Recorder(), obj, 1, 2) is runs_python
+
+
+@pytest.mark.parametrize("kind", ["function", "staticmethod", "classmethod", "python descriptor"])
+def test_calling_a_class_follows_its_metaclass_call_descriptor(kind):
+    Meta = type("Meta", (type,), {"__call__": CALL_DESCRIPTORS[kind]()})
+    Made = Meta("Made", (), {})
+    expected = Made(1, 2)
+    out, trace = record(lambda: Made(1, 2))
+    assert out == expected
+    assert trace[0] == (Made, (1, 2), {})
+    assert saw(trace, -20)
