@@ -97,7 +97,13 @@ def replace_match(replace, ismatch, x):
     to ``y`` lands on the first).  An element that does not match but is
     itself a list is searched the same way.  New instructions without a
     location get the location of ``y``.
+
+    ``x`` that is not a list (an instruction, a label, any value) is
+    returned unchanged, or ``replace(x)`` when ``ismatch(x)``: Cassette
+    applies ``replace_match!`` to leaves the same way.
     """
+    if not isinstance(x, list):
+        return replace(x) if ismatch(x) else x
     out = []
     for y in list(x):
         if ismatch(y):

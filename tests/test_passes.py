@@ -502,3 +502,13 @@ def test_assigning_a_pass_to_a_context_takes_effect_at_its_next_run():
     ctx.pass_ = cassette.NoPass
     assert cassette.overdub(ctx, add_one, 1) == 2
     assert NOTES == [("now",)]
+
+
+def test_replace_match_of_a_leaf_replaces_it_or_returns_it():
+    nop, pop = Instr("NOP", lineno=3), Instr("POP_TOP", lineno=4)
+    is_pop = lambda y: isinstance(y, Instr) and y.name == "POP_TOP"
+    assert ir.replace_match(lambda y: nop, is_pop, pop) is nop
+    assert ir.replace_match(lambda y: pop, is_pop, nop) is nop
+    assert ir.replace_match(lambda y: pop, is_pop, 42) == 42
+    label = Label()
+    assert ir.replace_match(lambda y: pop, is_pop, label) is label
