@@ -175,27 +175,49 @@ def _sweep(cache):
     cache.sweep_at = max(1024, 2 * len(entries))
 
 
-def components(x, ctx):
+def components(x, ctx, _open=None):
     """The per-component metadata ``ctx`` keeps for container or object
     ``x`` (used by :func:`cassette.metameta`): a list (one ``Meta`` per
     element) for a list or tuple, a dict (key -> ``Meta``) for a dict or
     set, a dict (attribute -> ``Meta``) for an object; ``NoMetaMeta`` when
-    it keeps none."""
+    it keeps none.  A component that is itself a container or object with
+    per-component metadata reports it as its ``Meta.meta``, to any depth
+    (``(x, [x], 1)`` gives ``[Meta(m), Meta(NoMetaData, [Meta(m)]),
+    Meta()]``, as Cassette's tagged tuples do); a container met again
+    inside itself reports ``NoMetaMeta`` there."""
     cache = _cache(ctx)
     record = None if cache is None else _record(cache, x)
     if record is None:
         return NoMetaMeta
+    _open = set() if _open is None else _open
+    if id(x) in _open:
+        return NoMetaMeta
+    _open.add(id(x))
+    try:
+        return _recorded_components(x, ctx, record, _open)
+    finally:
+        _open.discard(id(x))
+
+
+def _recorded_components(x, ctx, record, open_):
+    def meta(part, value):
+        nested = components(value, ctx, open_)
+        if part is None:
+            return None if nested is NoMetaMeta else Meta(NoMetaData, nested)
+        return Meta(part[1], nested)
+
     if record.items is not None:
         if isinstance(x, (list, tuple)):
             parts = _sequence_parts(record, x, check=True)
-            if any(p is not None for p in parts):
-                return [Meta() if p is None else Meta(p[1]) for p in parts]
+            metas = [meta(p, v) for p, v in zip(parts, x)]
+            if any(m is not None for m in metas):
+                return [Meta() if m is None else m for m in metas]
         elif isinstance(x, (dict, set, frozenset)):
             found = {}
             for key, part in record.items.items():
                 value = _lookup_value(x, key)
                 if value is not _MISSING and part[0] is _innermost(value):
-                    found[key] = Meta(part[1])
+                    found[key] = meta(part, value)
             if found:
                 return found
     if record.attrs:
@@ -206,7 +228,7 @@ def components(x, ctx):
             except BaseException:
                 continue
             if part[0] is _innermost(value):
-                found[name] = Meta(part[1])
+                found[name] = meta(part, value)
         if found:
             return found
     return NoMetaMeta

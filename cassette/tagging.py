@@ -544,12 +544,13 @@ def hasmetadata(x, ctx):
 def metameta(x, ctx):
     """The per-component metadata of ``x`` w.r.t. ``ctx`` (``NoMetaMeta`` if
     none): what ``ctx``'s runs stored into the components of container or
-    object ``x`` (see :func:`cassette.propagation.components`); a value
-    tagged w.r.t. ``ctx`` has none of its own (:func:`tag` gives it
-    metadata, not per-component metadata)."""
+    object ``x`` (see :func:`cassette.propagation.components`).  For a
+    value tagged w.r.t. ``ctx`` it is that of the primal value it wraps:
+    :func:`tag` gives metadata of the whole, and stores into the tagged
+    object's attributes or elements give its components theirs."""
     tag_ = _require_tagging(ctx, "metameta")
-    if _tag_of(x) is tag_:
-        return NoMetaMeta               # tag() gives no per-component metadata
+    while _tag_of(x) is tag_:
+        x = untag(x, ctx)
     return _components(x, ctx)
 
 

@@ -619,3 +619,66 @@ def test_a_list_display_leaves_values_of_another_context_as_they_are():
     assert same and first == (1.0, "a")
     assert items[1] is foreign and metadata(items[1], other) == "other"
     assert [m.data for m in metameta(items, ctx)] == ["a", NoMetaData]
+
+
+# -- what metameta reports after a run (Cassette's tagged tuples and structs) --
+
+def _as_data(meta):
+    """metameta's answer as plain data: (data, nested) pairs, recursively."""
+    if meta is NoMetaMeta:
+        return None
+    if isinstance(meta, list):
+        return [_as_data(m) for m in meta]
+    if isinstance(meta, dict):
+        return {k: _as_data(m) for k, m in meta.items()}
+    return (meta.data, _as_data(meta.meta))
+
+
+def build_nested(x):
+    return (x, [x], 1)
+
+
+def test_a_tuple_built_in_the_run_reports_nested_per_component_metadata():
+    run = enabletagging(Labels(), build_nested)
+    out = overdub(run, build_nested, tag(2.5, run, "x"))
+    assert out == build_nested(2.5) and type(out[0]) is float
+    assert _as_data(metameta(out, run)) == [
+        ("x", None), (NoMetaData, [("x", None)]), (NoMetaData, None)]
+
+
+class Crate:
+    pass
+
+
+def store_into(box, value):
+    box.content = value
+    box.count = 1
+    return box
+
+
+def test_stores_into_a_tagged_object_are_its_components_metadata():
+    run = enabletagging(Labels(), store_into)
+    box = tag(Crate(), run, "the box")
+    out = overdub(run, store_into, box, tag(7, run, "seven"))
+    assert metadata(out, run) == "the box"
+    assert untag(out, run).content == 7 and type(untag(out, run).content) is int
+    assert _as_data(metameta(out, run)) == {"content": ("seven", None)}
+    assert _as_data(metameta(untag(out, run), run)) == {"content": ("seven", None)}
+
+
+def set_display(a, b):
+    displayed = {a, b}
+    built = {v for v in (a, b)}
+    return displayed, built, sorted(metadata(v, run_sets) for v in displayed), sorted(
+        metadata(v, run_sets) for v in built)
+
+
+run_sets = enabletagging(Labels(), set_display)
+
+
+def test_a_set_display_keeps_its_elements_metadata():
+    displayed, built, read, read_built = overdub(
+        run_sets, set_display, tag(1, run_sets, "one"), tag(2, run_sets, "two"))
+    assert displayed == built == {1, 2}
+    assert read == read_built == ["one", "two"]
+    assert _as_data(metameta(displayed, run_sets)) == {1: ("one", None), 2: ("two", None)}
