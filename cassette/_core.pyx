@@ -2069,7 +2069,8 @@ cdef class Instantiation:
     def __call__(self, *args, **kwargs):
         cls = self.cls
         obj = _call_tuple(self.runtime.resolve(cls.__new__), (cls,) + args, kwargs)
-        if isinstance(obj, cls):
+        # PyObject_TypeCheck, as type.__call__: no __instancecheck__, no __class__.
+        if PyObject_TypeCheck(obj, <PyTypeObject *>cls):
             initialized = _call_tuple(self.runtime.resolve(type(obj).__init__),
                                       (obj,) + args, kwargs)
             if initialized is not None:

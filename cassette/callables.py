@@ -48,32 +48,79 @@ NO_SELF = _NoSelf()
 def lookup_on_type(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` found in the ``__dict__`` of
     the classes of ``tp.__mro__``, without invoking descriptors, or None."""
-    for klass in tp.__mro__:
-        found = klass.__dict__.get(name, NO_SELF)
+    for klass in class_mro(tp):
+        found = class_dict(klass).get(name, NO_SELF)
         if found is not NO_SELF:
             return found
     return None
 
 
+# Static reads of a class's C-level fields: ``cls.__dict__`` and the like
+# would run a metaclass's ``__getattribute__`` (program code).
+_DICT_OF_CLASS = type.__dict__["__dict__"].__get__
+_FLAGS_OF_CLASS = type.__dict__["__flags__"].__get__
+_MRO_OF_CLASS = type.__dict__["__mro__"].__get__
+
+
+def class_dict(cls):
+    """``cls.__dict__`` as the class holds it (no metaclass attribute can
+    shadow it, no program code runs)."""
+    return _DICT_OF_CLASS(cls)
+
+
+def type_flags(cls):
+    """``cls.__flags__``, read without running program code."""
+    return _FLAGS_OF_CLASS(cls)
+
+
+def class_mro(cls):
+    """``cls.__mro__``, read without running program code (``(cls,)``
+    while a metaclass is still computing it)."""
+    return _MRO_OF_CLASS(cls) or (cls,)
+
+
+def static_attribute(obj, name, default=None):
+    """``getattr(obj, name, default)`` when reading it runs no code of the
+    program, else ``default`` (of a class, only what its metaclass
+    defines: ``__qualname__``, ``__module__`` …).  Cassette's own
+    introspection reads the
+    program's objects only this way (a mock's ``__class__`` property, a
+    deprecated alias's ``__getattribute__`` must not run because cassette
+    looked)."""
+    kind = type(obj)
+    if type_flags(kind) & TYPE_SUBCLASS_FLAG:
+        found = lookup_on_type(kind, name)
+        if found is None or type_flags(type(found)) & HEAPTYPE_FLAG or type_flags(kind) & HEAPTYPE_FLAG and (
+                lookup_on_type(kind, "__getattribute__") is not type.__dict__["__getattribute__"]):
+            return default
+        try:
+            return found.__get__(obj, kind)
+        except Exception:
+            return default
+    if not reading_runs_no_python(kind, name):
+        return default
+    try:
+        return getattr(obj, name, default)
+    except Exception:
+        return default
+
+
 def is_class(obj):
     """True when ``obj`` is a class, decided from its type alone (unlike
     ``isinstance``, which may run the program's ``__class__``)."""
-    return bool(type(obj).__flags__ & TYPE_SUBCLASS_FLAG)
+    return bool(type_flags(type(obj)) & TYPE_SUBCLASS_FLAG)
 
 
 def computed_mro(cls):
     """``cls.__mro__`` as the class holds it (no metaclass attribute can
     shadow it), or None while a metaclass is computing it."""
-    return _MRO_OF_CLASS.__get__(cls)
-
-
-_MRO_OF_CLASS = type.__dict__["__mro__"]
+    return _MRO_OF_CLASS(cls)
 
 
 def is_method_descriptor(obj):
     """True for functions and C method descriptors: things that, found on a
     class, are called with the instance as first argument."""
-    return bool(type(obj).__flags__ & METHOD_DESCRIPTOR_FLAG)
+    return bool(type_flags(type(obj)) & METHOD_DESCRIPTOR_FLAG)
 
 
 def split_bound(f):
@@ -133,16 +180,16 @@ def _builtin_descriptor(f, owner):
         candidates = []
         if owner_is_type:
             for klass in owner_mro:
-                found = klass.__dict__.get(name)
+                found = class_dict(klass).get(name)
                 if type(found) is types.ClassMethodDescriptorType:
                     candidates.append((found, None, owner))
-            for klass in type(owner).__mro__:
-                found = klass.__dict__.get(name)
+            for klass in class_mro(type(owner)):
+                found = class_dict(klass).get(name)
                 if isinstance(found, _INSTANCE_DESCRIPTORS):
                     candidates.append((found, owner, type(owner)))
         else:
-            for klass in type(owner).__mro__:
-                found = klass.__dict__.get(name)
+            for klass in class_mro(type(owner)):
+                found = class_dict(klass).get(name)
                 if isinstance(found, _INSTANCE_DESCRIPTORS):
                     candidates.append((found, True, None))
         candidates = tuple(candidates)
@@ -224,7 +271,9 @@ def is_library_code(code):
         pass
     if len(_library_files) > 4096:
         _library_files.clear()
-    answer = _library_files[filename] = (os.path.dirname(filename) == _PACKAGE_DIR
+    directory = os.path.dirname(filename)
+    answer = _library_files[filename] = (directory == _PACKAGE_DIR
+                                         or directory.startswith(_PACKAGE_DIR + os.sep)
                                          or filename.startswith(_CORE_PREFIX))
     return answer
 
@@ -296,6 +345,8 @@ CALLABLE_INSTANCE = "instance"     # an instance whose class defines __call__ in
 NESTED_OVERDUB = "nested"          # cassette.overdub itself (overdubbing an overdub)
 SOURCE = "source"                  # exec / eval: run the code they are given rewritten
 BUILD_CLASS = "build_class"        # __build_class__: run the class body rewritten
+ARRAY_FUNCTION = "array_function"  # a numpy dispatcher of a Python implementation: numpy's
+                                   # __array_function__ protocol, overdubbed
 
 #: Callees that read their caller's frame; they run as called, never from a
 #: trampoline frame, and hooks do not see them.  (``exec``/``eval`` read it
@@ -370,7 +421,7 @@ def call_target(obj):
         return found.__func__, NO_SELF
     if kind is classmethod:
         return found.__func__, type(obj)
-    if kind.__flags__ & METHOD_DESCRIPTOR_FLAG:
+    if type_flags(kind) & METHOD_DESCRIPTOR_FLAG:
         return found, obj
     if lookup_on_type(kind, "__get__") is not None:
         return found, BIND_AT_CALL
@@ -383,12 +434,146 @@ def _has_callable_body(obj):
     ``__get__`` is Python, or anything :func:`body_kind` gives a body."""
     target, first = call_target(obj)
     if first is BIND_AT_CALL:
-        return bool(type(target).__flags__ & HEAPTYPE_FLAG)
+        return bool(type_flags(type(target)) & HEAPTYPE_FLAG)
     if target is obj:                   # a class whose __call__ is its own instance
         return False
     if type(target) is FunctionType:
         return not is_library_code(target.__code__)
     return not is_method_descriptor(target) and body_kind(target) is not None
+
+
+# -- C wrappers of Python functions ---------------------------------------------
+#
+# The rule: a C object that wraps a Python function -- a decorator's wrapper
+# (``functools.lru_cache``: ``__wrapped__``), a descriptor that calls a
+# function (pandas' ``cache_readonly``: ``fget``), numpy's
+# ``_ArrayFunctionDispatcher`` -- calls that function from C.  Cassette finds
+# the functions such an object calls (:func:`wrapped_functions`, reading
+# attributes only where that runs no Python code) and routes them, so that,
+# called on behalf of overdubbed code, they run overdubbed.  numpy's
+# dispatchers with a Python implementation go further: they have a body
+# (:data:`ARRAY_FUNCTION`) that runs numpy's ``__array_function__`` protocol
+# overdubbed, so hooks see ``np.polyfit(...)`` and then its operations.
+
+#: Attributes by which C wrappers expose the Python functions they call.
+WRAPPED_FUNCTION_ATTRIBUTES = ("__wrapped__", "_implementation", "fget", "fset", "fdel", "func")
+
+
+def reading_runs_no_python(kind, name):
+    """True when reading attribute ``name`` of an instance of ``kind`` runs
+    no code of the program (no Python ``__getattribute__``/``__getattr__``,
+    no Python descriptor of that name)."""
+    if type_flags(kind) & TYPE_SUBCLASS_FLAG:
+        return False
+    getattribute = lookup_on_type(kind, "__getattribute__")
+    if getattribute is not object.__dict__["__getattribute__"] and (
+            type(getattribute) is not types.WrapperDescriptorType):
+        return False
+    if lookup_on_type(kind, "__getattr__") is not None:
+        return False
+    found = lookup_on_type(kind, name)
+    return found is None or not type_flags(type(found)) & HEAPTYPE_FLAG and type(found) is not property
+
+
+def wrapped_functions(obj):
+    """The Python functions C object ``obj`` exposes as one it calls (see
+    the rule above); empty for a Python function or a class."""
+    kind = type(obj)
+    if kind in _WRAP_NOTHING or type_flags(kind) & TYPE_SUBCLASS_FLAG:
+        return ()
+    found = []
+    for name in WRAPPED_FUNCTION_ATTRIBUTES:
+        if reading_runs_no_python(kind, name):
+            try:
+                value = getattr(obj, name, None)
+            except Exception:
+                continue
+            if type(value) is FunctionType and value not in found:
+                found.append(value)
+    relevant = array_function_relevant(obj)
+    if relevant is not None and relevant not in found:
+        found.append(relevant)
+    return tuple(found)
+
+
+#: Types whose objects call no Python function they hold.
+_WRAP_NOTHING = frozenset({
+    FunctionType, types.GetSetDescriptorType, types.MemberDescriptorType,
+    types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType,
+    types.ClassMethodDescriptorType, types.MethodWrapperType, type(None), int, str, float,
+    bool, tuple, dict, list, set, frozenset, bytes,
+})
+
+
+def _array_function_dispatcher_type():
+    for name in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
+        module = sys.modules.get(name)
+        namespace = getattr(module, "__dict__", None) if type(module) is ModuleType else None
+        found = None if namespace is None else namespace.get("_ArrayFunctionDispatcher")
+        if type(found) is type:
+            return found
+    return None
+
+
+def is_array_function_dispatcher(obj):
+    """True for numpy's ``_ArrayFunctionDispatcher`` objects (``np.polyfit``)."""
+    kind = type(obj)
+    return not type_flags(kind) & HEAPTYPE_FLAG and kind is _array_function_dispatcher_type()
+
+
+_relevant_by_dispatcher = {}     # id(dispatcher) -> (dispatcher, function or None)
+_functions_by_address = None     # id -> every Python function alive, built once when needed
+
+
+def array_function_relevant(dispatcher):
+    """The relevant-arguments function of numpy dispatcher ``dispatcher``
+    (``_polyfit_dispatcher``), or None (not a dispatcher, a ``like=``
+    function, or not found).  numpy keeps it in a C field it does not
+    expose: the field just before the implementation's.  Its address is read
+    there -- checked against the implementation's own address, which must
+    sit next to it -- and matched with the functions alive; no pointer is
+    ever followed."""
+    if not is_array_function_dispatcher(dispatcher):
+        return None
+    entry = _relevant_by_dispatcher.get(id(dispatcher))
+    if entry is not None and entry[0] is dispatcher:
+        return entry[1]
+    function = _find_relevant(dispatcher)
+    if len(_relevant_by_dispatcher) >= 4096:
+        _relevant_by_dispatcher.clear()
+    _relevant_by_dispatcher[id(dispatcher)] = (dispatcher, function)
+    return function
+
+
+def _find_relevant(dispatcher):
+    global _functions_by_address
+    import ctypes
+    implementation = dispatcher._implementation
+    size = min(8, type(dispatcher).__basicsize__ // ctypes.sizeof(ctypes.c_void_p))
+    words = (ctypes.c_void_p * size).from_address(id(dispatcher))
+    address = None
+    for index in range(3, size):
+        if words[index] == id(implementation):
+            address = words[index - 1]
+            break
+    if not address:
+        return None
+    if type(implementation) is FunctionType:
+        for value in implementation.__globals__.values():
+            if id(value) == address and type(value) is FunctionType:
+                return value
+    # numpy's C functions (np.concatenate) have their relevant-arguments
+    # function nowhere else: look among the functions alive, once (they all
+    # exist from numpy's import on), weakly.
+    reference = None if _functions_by_address is None else _functions_by_address.get(address)
+    if reference is None:
+        import gc
+        import weakref
+        _functions_by_address = {id(f): weakref.ref(f) for f in gc.get_objects()
+                                 if type(f) is FunctionType}
+        reference = _functions_by_address.get(address)
+    function = None if reference is None else reference()
+    return function if type(function) is FunctionType else None
 
 
 def body_kind(callee):
@@ -400,7 +585,7 @@ def body_kind(callee):
         return None if is_library_code(callee.__code__) else FUNCTION
     if callee is _TYPE_CALL:
         return TYPE_CALL
-    if isinstance(callee, type):
+    if is_class(callee):
         if lookup_on_type(kind, "__call__") is not _TYPE_CALL:
             return METACLASS_CALL if _has_callable_body(callee) else None
         if (_python_function(lookup_on_type(callee, "__new__")) is not None
@@ -417,7 +602,12 @@ def body_kind(callee):
         return None
     if kind is MethodType:
         return None
-    if kind.__flags__ & HEAPTYPE_FLAG and _has_callable_body(callee):
+    if is_array_function_dispatcher(callee):
+        implementation = callee._implementation
+        if type(implementation) is FunctionType and not is_library_code(implementation.__code__):
+            return ARRAY_FUNCTION
+        return None
+    if type_flags(kind) & HEAPTYPE_FLAG and _has_callable_body(callee):
         return CALLABLE_INSTANCE
     return None
 
@@ -435,11 +625,11 @@ def is_stable(f):
         return True
     if kind is BuiltinMethodType:
         owner = f.__self__
-        if owner is None or isinstance(owner, ModuleType):
+        if owner is None or ModuleType in class_mro(type(owner)):
             return True
         # A builtin bound to a class and stored in its dict (``object.__new__``),
         # not one made afresh by each attribute access (``dict.fromkeys``).
-        return isinstance(owner, type) and owner.__dict__.get(f.__name__) is f
+        return is_class(owner) and class_dict(owner).get(f.__name__) is f
     return kind in _STABLE_TYPES
 
 

@@ -204,6 +204,9 @@ def target(runtime, f):
             return f if runtime.parent is None else runtime.parent.resolve(f)
         result = body
     else:
+        if body is None:
+            # A hooked primitive: what it wraps runs overdubbed when it calls it.
+            routing.route_callee(decision.callee)
         result = runtime.hooked(decision.callee, decision.plan, body)
     if body is not None and runtime.parent is not None:
         result = enclosed(runtime, decision.callee, result)
@@ -221,14 +224,16 @@ def _sees_tags(f):
         return False
 
 
+_MISSING = object()
+
+
 def name_like(wrapper, f):
     """Give ``wrapper`` the ``__qualname__`` and ``__module__`` of ``f``: the
     interpreter's messages that name a callable (``len() argument after *
     must be an iterable``) then name ``f``, as without cassette."""
     for name in ("__qualname__", "__module__"):
-        try:
-            value = getattr(f, name)
-        except Exception:
+        value = callables.static_attribute(f, name, _MISSING)
+        if value is _MISSING:
             continue
         try:
             setattr(wrapper, name, value)
@@ -302,6 +307,8 @@ def body_of(runtime, decision):
         return functools.partial(run_source, runtime, callee)
     if kind == callables.BUILD_CLASS:
         return functools.partial(build_class, runtime)
+    if kind == callables.ARRAY_FUNCTION:
+        return functools.partial(call_array_function, runtime, callee)
     raise AssertionError(f"unknown body kind {kind!r}")
 
 
@@ -325,7 +332,7 @@ def instantiate(call, cls, /, *args, **kwargs):
     try:
         obj = call(cls.__new__, cls, *args, **kwargs)
         # PyObject_TypeCheck: the real type's MRO, no __instancecheck__.
-        if cls in type(obj).__mro__:
+        if cls in callables.class_mro(type(obj)):
             initialized = call(type(obj).__init__, obj, *args, **kwargs)
             if initialized is not None:
                 raise TypeError(
@@ -407,7 +414,10 @@ def run_source(runtime, evaluate, /, *args, **kwargs):
         if not callables.is_library_code(code):
             code = runtime.bind(template_for(code, runtime.kinds, runtime.passes))
         if evaluate is exec:
-            return exec(code, globals_, locals_, closure=closure)
+            result = exec(code, globals_, locals_, closure=closure)
+            if locals_ is globals_ and "__name__" in globals_:
+                routing.route_module(globals_)      # a module's body, imported
+            return result
         return eval(code, globals_, locals_)
     except BaseException as exception:
         callables.drop_library_entries(exception)
@@ -437,6 +447,56 @@ def _compiled_source(source, is_exec, frame):
         source = source.lstrip(" \t" if isinstance(source, str) else b" \t")
     return compile(source, "<string>", "exec" if is_exec else "eval",
                    frame.f_code.co_flags & _FUTURE_FLAGS, True)
+
+
+@callables.acts_for_program
+def call_array_function(runtime, dispatcher, /, *args, **kwargs):
+    """The body of numpy dispatcher ``dispatcher`` (``np.polyfit``): numpy's
+    ``__array_function__`` protocol with its Python parts run overdubbed.
+    The relevant-arguments function runs first; when no relevant argument's
+    class overrides ``__array_function__`` (ndarray's own does not count,
+    as in numpy), the implementation runs.  When one does, or when the
+    relevant-arguments function rejects the arguments, the dispatcher runs
+    as a primitive (``fallback``), so numpy itself calls the overrides or
+    raises its own error."""
+    try:
+        relevant = callables.array_function_relevant(dispatcher)
+        if relevant is not None:
+            try:
+                found = runtime.rewritten(relevant)(*args, **kwargs)
+                found = tuple(found)
+            except TypeError:
+                found = None
+            if found is not None and not _overrides_array_function(found):
+                return runtime.rewritten(dispatcher._implementation)(*args, **kwargs)
+        return dispatch.fallback(runtime.ctx, dispatcher, *args, **kwargs)
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
+
+
+def _overrides_array_function(relevant):
+    """True when a class of ``relevant`` (values tagged by a running
+    context seen as their primal values) defines an ``__array_function__``
+    other than ndarray's."""
+    numpy = sys.modules["numpy"]
+    default = numpy.ndarray.__dict__["__array_function__"]
+    tagged = dispatch.TAGGED
+    for value in relevant:
+        if tagged is not None:
+            value = _untagged(value, tagged)
+        kind = type(value)
+        if kind is numpy.ndarray or kind in _NO_ARRAY_FUNCTION:
+            continue
+        found = callables.lookup_on_type(kind, "__array_function__")
+        if found is not None and found is not default:
+            return True
+    return False
+
+
+#: Python's basic types: numpy never looks for __array_function__ on them.
+_NO_ARRAY_FUNCTION = frozenset({bool, int, float, complex, list, tuple, dict, set, frozenset,
+                                bytes, str, type(None), slice, type(Ellipsis)})
 
 
 def call_body(runtime, obj):
@@ -483,11 +543,11 @@ def _is_python_code(found):
     if kind is staticmethod or kind is classmethod:
         found = found.__func__
         kind = type(found)
-    return kind is types.FunctionType or bool(kind.__flags__ & _HEAPTYPE)
+    return kind is types.FunctionType or bool(callables.type_flags(kind) & _HEAPTYPE)
 
 
 def _implements(tp, names):
-    if not tp.__flags__ & _HEAPTYPE:
+    if not callables.type_flags(tp) & _HEAPTYPE:
         return False
     for name in names:
         found = callables.lookup_on_type(tp, name)

@@ -66,6 +66,8 @@ _class_seen = _note_class_seen = None
 #: typing's and asyncio's, which C code calls by name; the standard codec
 #: search function, registered at start-up).
 _MODULE_HOOKS = ("__getattr__", "__dir__")
+#: In :data:`_CALLED_BY_NAME`: every function the module defines.
+ALL_FUNCTIONS = None
 _CALLED_BY_NAME = {
     "importlib._bootstrap": ("_find_and_load", "_handle_fromlist", "_lock_unlock_module",
                              "_module_repr"),
@@ -76,6 +78,20 @@ _CALLED_BY_NAME = {
     "asyncio.base_tasks": ("_task_repr", "_task_get_stack", "_task_print_stack"),
     "asyncio.base_futures": ("_future_repr",),
     "asyncio.events": ("get_event_loop_policy",),
+    # numpy's C code calls these modules' functions by name: ndarray methods
+    # (sum, any, max, mean ... in _methods), repr and str of arrays and
+    # dtypes, error-state callbacks, linalg's error raisers.
+    # int <-> str conversions of huge numbers (int(s), str(n)).
+    "_pylong": ALL_FUNCTIONS,
+    # C extension modules build their named tuples at import (_decimal).
+    "collections": ("namedtuple",),
+    "numpy._core._methods": ALL_FUNCTIONS,
+    "numpy._core._internal": ALL_FUNCTIONS,
+    "numpy._core._dtype": ALL_FUNCTIONS,
+    "numpy._core.arrayprint": ALL_FUNCTIONS,
+    "numpy._core._exceptions": ALL_FUNCTIONS,
+    "numpy._core._ufunc_config": ALL_FUNCTIONS,
+    "numpy.linalg._linalg": ALL_FUNCTIONS,
 }
 #: The hooks of ``sys`` the interpreter calls, when the program set them.
 _SYS_HOOKS = ("excepthook", "displayhook", "unraisablehook", "breakpointhook")
@@ -96,6 +112,7 @@ METHODS_CALLED_BY_NAME = frozenset({
     "writable", "seekable", "encode", "decode", "getstate", "setstate", "reset",
     "insert", "keys", "get", "add", "discard", "send", "throw", "mro", "persistent_id",
     "persistent_load", "find_class", "reducer_override", "call_soon", "get_debug",
+    "register",     # C extension modules register their types with ABCs (_decimal)
 })
 
 
@@ -120,7 +137,7 @@ def _route_own_entries(klass):
     if _class_seen(klass):
         return
     _note_class_seen(klass)
-    namespace = klass.__dict__
+    namespace = callables.class_dict(klass)
     for name, value in list(namespace.items()):
         kind = type(value)
         if kind is _FunctionType or kind is staticmethod or kind is classmethod:
@@ -135,10 +152,15 @@ def _route_own_entries(klass):
             _route_function(value.fget, True)
             _route_function(value.fset, True)
             _route_function(value.fdel, True)
-        elif kind.__flags__ & _HEAPTYPE and _is_descriptor_class(kind):
-            # A descriptor of a Python class: the interpreter calls its
-            # __get__/__set__/__delete__.
-            route_class(kind)
+        elif _is_descriptor_class(kind):
+            if callables.type_flags(kind) & _HEAPTYPE:
+                # A descriptor of a Python class: the interpreter calls its
+                # __get__/__set__/__delete__.
+                route_class(kind)
+            # A C descriptor calling a Python function (pandas'
+            # cache_readonly calls its fget).
+            for wrapped in callables.wrapped_functions(value):
+                _route_function(wrapped, True)
 
 
 def _is_descriptor_class(kind):
@@ -153,7 +175,7 @@ def route_class(cls):
     if _route is None:
         return
     for klass in callables.computed_mro(cls) or (cls,):
-        if klass.__flags__ & _HEAPTYPE and not _is_library_class(klass):
+        if callables.type_flags(klass) & _HEAPTYPE and not _is_library_class(klass):
             _route_own_entries(klass)
     metaclass = type(cls)
     if metaclass is not type:
@@ -161,7 +183,7 @@ def route_class(cls):
 
 
 def _is_library_class(klass):
-    module = klass.__dict__.get("__module__")
+    module = callables.class_dict(klass).get("__module__")
     return type(module) is str and (module == "cassette" or module[:9] == "cassette.")
 
 
@@ -180,10 +202,10 @@ def route_argument(value):
         route_argument(value.__self__)
     elif kind is staticmethod or kind is classmethod:
         _route_function(value.__func__)
-    elif kind.__flags__ & _TYPE_SUBCLASS:
-        if value.__flags__ & _HEAPTYPE:
+    elif callables.type_flags(kind) & _TYPE_SUBCLASS:
+        if callables.type_flags(value) & _HEAPTYPE:
             route_class(value)
-    elif kind.__flags__ & _HEAPTYPE:
+    elif callables.type_flags(kind) & _HEAPTYPE:
         route_class(kind)
     elif kind is _partial:
         route_argument(value.func)
@@ -192,32 +214,40 @@ def route_argument(value):
 
 
 def route_callee(callee):
-    """Route what a primitive callee wraps and calls: the function under a
-    C wrapper such as ``functools.lru_cache``'s (its ``__wrapped__``), and
-    whatever :func:`route_argument` routes for it."""
+    """Route what a primitive callee wraps and calls: the Python functions
+    under a C wrapper (``functools.lru_cache``'s, a numpy dispatcher's
+    implementation and relevant-arguments function: see
+    :func:`callables.wrapped_functions`), and whatever
+    :func:`route_argument` routes for it."""
     if _route is None:
         return
     route_argument(callee)
-    if _reading_runs_no_python(type(callee), "__wrapped__"):
-        wrapped = getattr(callee, "__wrapped__", None)
-        if wrapped is not None:
-            route_argument(wrapped)
+    for wrapped in callables.wrapped_functions(callee):
+        route_argument(wrapped)
 
 
-def _reading_runs_no_python(kind, name):
-    """True when reading attribute ``name`` of an instance of ``kind`` runs
-    no code of the program (no Python ``__getattribute__``/``__getattr__``,
-    no Python descriptor of that name)."""
-    if kind.__flags__ & _TYPE_SUBCLASS:
-        return False
-    getattribute = callables.lookup_on_type(kind, "__getattribute__")
-    if getattribute is not object.__dict__["__getattribute__"] and (
-            type(getattribute) is not _WrapperDescriptorType):
-        return False
-    if callables.lookup_on_type(kind, "__getattr__") is not None:
-        return False
-    found = callables.lookup_on_type(kind, name)
-    return found is None or not type(found).__flags__ & _HEAPTYPE and type(found) is not property
+def route_module(namespace):
+    """Route what the interpreter may call by itself in the module whose
+    globals are ``namespace``: its ``__getattr__``/``__dir__`` and the
+    functions of :data:`_CALLED_BY_NAME`.  Done for every module by the
+    process scan, and for a module whose body just ran overdubbed (an
+    import made while overdubbed: ``int(s)`` of a huge number imports
+    ``_pylong`` from C)."""
+    if _route is None:
+        return
+    for name in _MODULE_HOOKS:
+        _route_function(namespace.get(name), True)
+    module_name = namespace.get("__name__")
+    if type(module_name) is not str:
+        return
+    names = _CALLED_BY_NAME.get(module_name, ())
+    if names is ALL_FUNCTIONS:
+        for value in list(namespace.values()):
+            if type(value) is _FunctionType and value.__module__ == module_name:
+                _route_function(value)
+        return
+    for name in names:
+        _route_function(namespace.get(name))
 
 
 def route_new_classes():
@@ -239,10 +269,7 @@ def route_new_classes():
         if type(module) is _ModuleType:
             namespace = getattr(module, "__dict__", None)
             if namespace is not None:
-                for name in _MODULE_HOOKS:
-                    _route_function(namespace.get(name), True)
-                for name in _CALLED_BY_NAME.get(namespace.get("__name__"), ()):
-                    _route_function(namespace.get(name))
+                route_module(namespace)
     pending = [object]
     visited = set()
     while pending:
@@ -250,7 +277,7 @@ def route_new_classes():
         if id(klass) in visited:
             continue
         visited.add(id(klass))
-        if klass.__flags__ & _HEAPTYPE and not _is_library_class(klass):
+        if callables.type_flags(klass) & _HEAPTYPE and not _is_library_class(klass):
             _route_own_entries(klass)
         try:
             pending.extend(type.__subclasses__(klass))

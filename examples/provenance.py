@@ -50,7 +50,8 @@ class Provenance(cassette.Context):
             # A generator: its values (tagged) are needed twice.
             args = (list(args[0]),) + args[1:]
         out = super().fallback(f, *args, **kwargs)
-        if istagged(out, self) or not isinstance(out, (*_NUMBERS, np.ndarray)):
+        if (istagged(out, self) or not isinstance(out, (*_NUMBERS, np.ndarray))
+                or isinstance(out, bool)):      # a truth value carries no provenance
             return out
         sets = _sets_of(self, f, args, out)
         if sets is None:

@@ -177,3 +177,104 @@ def test_bench_workloads_do_not_escape(name):
     assert work.observe(out) == expected
     if not PURE:
         assert escapes.total == 0, escapes.report()
+
+
+# -- C wrappers of Python functions (the rule in cassette/callables.py) --------
+
+import functools  # noqa: E402
+import subprocess  # noqa: E402
+import textwrap  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+
+class Counting(cassette.Context):
+    def prehook(self, f, *args, **kwargs):
+        self.metadata.append(f)
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_square(n):
+    return n * n
+
+
+def lru_cache_program():
+    _cached_square.cache_clear()
+    return [_cached_square(n % 3) for n in range(6)]
+
+
+def numpy_program():
+    x = np.linspace(0.0, 1.0, 9)
+    y = 3.0 * x * x + 2.0 * x + 1.0
+    fit = np.polyfit(x, y, 2).round(9).tolist()
+    joined = np.concatenate([x, y, np.where(x > 0.5, x, -x)])
+    return fit, joined.sum(), bool(joined.any()), float(y.max()), np.percentile(y, 50.0)
+
+
+@pytest.mark.parametrize("program", [lru_cache_program, numpy_program])
+@pytest.mark.parametrize("make", [Nothing, lambda: Counting(metadata=[])],
+                         ids=["nothing", "counting"])
+def test_c_wrappers_of_python_functions_do_not_escape(program, make):
+    """An lru_cache wrapper made outside the run calls its function from C
+    on a miss; numpy's dispatchers call their relevant-arguments function
+    and implementation, ndarray methods numpy._core._methods: all routed
+    or given a body, so nothing runs un-rewritten."""
+    expected = program()
+    with cassette.count_escapes() as escapes:
+        out = cassette.overdub(make(), program)
+    assert out == expected
+    if not PURE:
+        assert escapes.total == 0, escapes.report()
+
+
+def test_a_numpy_dispatcher_has_a_body_hooks_see_after_the_call():
+    """SPEC §1: hooks see np.polyfit(...) as the program wrote it, then the
+    operations of its Python implementation."""
+    ctx = Counting(metadata=[])
+    x = np.arange(5.0)
+    assert cassette.canoverdub(ctx, np.polyfit, x, x, 1)
+    out = cassette.overdub(ctx, lambda: np.polyfit(x, 2.0 * x, 1))
+    assert np.array_equal(out, np.polyfit(x, 2.0 * x, 1))
+    start = next(i for i, f in enumerate(ctx.metadata) if f is np.polyfit)
+    inner = {getattr(f, "__name__", None) for f in ctx.metadata[start + 1:]}
+    assert {"asarray", "lstsq"} <= inner
+
+
+class ArrayLike:
+    """A class overriding numpy's __array_function__: numpy calls it."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __array_function__(self, func, types, args, kwargs):
+        return ("overridden", func.__name__)
+
+
+def test_a_numpy_dispatcher_honours_array_function_overrides():
+    program = lambda: (np.polyfit(ArrayLike(1), [1.0, 2.0], 1),
+                       np.concatenate([ArrayLike(2), np.ones(2)]))
+    assert cassette.overdub(Counting(metadata=[]), program) == program()
+
+
+@pytest.mark.skipif(PURE, reason="the pure-Python runtime has no routing: C-made calls escape")
+def test_modules_imported_while_overdubbed_are_routed():
+    """``str(n)`` of a huge int imports _pylong from C and calls it, and
+    _pylong imports decimal, whose C module calls namedtuple and
+    ABCMeta.register: in a fresh interpreter, all inside the run."""
+    script = textwrap.dedent("""
+        import sys, cassette
+        sys.set_int_max_str_digits(0)
+        class Touch(cassette.Context):
+            def prehook(self, f, *args, **kwargs):
+                pass
+        def huge():
+            return len(str(10 ** 30000)), int("7" * 30000) % 97
+        assert "_pylong" not in sys.modules
+        with cassette.count_escapes() as escapes:
+            out = cassette.overdub(Touch(), huge)
+        print(out, escapes.total)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "CASSETTE_NO_DISK_CACHE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["(30001,", "20)", "0"]
