@@ -8,6 +8,7 @@ overdubbed (SPEC §3.3) and how.
 
 import builtins
 import dis
+import gc
 import functools
 import inspect
 import os
@@ -477,32 +478,72 @@ def reading_runs_no_python(kind, name):
 
 def wrapped_functions(obj):
     """The Python functions C object ``obj`` exposes as one it calls (see
-    the rule above); empty for a Python function or a class."""
+    the rule above); empty for a Python function, a class or a module."""
     kind = type(obj)
-    if kind in _WRAP_NOTHING or type_flags(kind) & TYPE_SUBCLASS_FLAG:
+    plan = _wrapper_plans.get(id(kind))
+    if plan is None or plan[0] is not kind:
+        plan = _wrapper_plan(kind)
+    _, names, referents, dispatcher = plan
+    if not (names or referents or dispatcher):
         return ()
     found = []
-    for name in WRAPPED_FUNCTION_ATTRIBUTES:
-        if reading_runs_no_python(kind, name):
-            try:
-                value = getattr(obj, name, None)
-            except Exception:
-                continue
+    for name in names:
+        try:
+            value = getattr(obj, name, None)
+        except Exception:
+            continue
+        if type(value) is FunctionType and value not in found:
+            found.append(value)
+    if dispatcher:
+        relevant = array_function_relevant(obj)
+        if relevant is not None and relevant not in found:
+            found.append(relevant)
+    if referents:
+        # A C object that keeps a function it does not expose
+        # (functools.cmp_to_key's): its garbage-collector traversal shows it.
+        for value in _gc_referents(obj):
             if type(value) is FunctionType and value not in found:
                 found.append(value)
-    relevant = array_function_relevant(obj)
-    if relevant is not None and relevant not in found:
-        found.append(relevant)
     return tuple(found)
 
+
+_wrapper_plans = {}     # id(type) -> (type, names to read, read referents?, numpy dispatcher?)
+
+
+def _wrapper_plan(kind):
+    """How :func:`wrapped_functions` looks at instances of ``kind``: the
+    attributes it may read (reading them runs no program code), whether
+    the garbage collector's referents are worth a look, whether they are
+    numpy dispatchers.  Decided once per class."""
+    if (kind in _WRAP_NOTHING or type_flags(kind) & TYPE_SUBCLASS_FLAG
+            or ModuleType in class_mro(kind)):     # a module's __getattr__ is program code
+        plan = (kind, (), False, False)
+    else:
+        names = tuple(name for name in WRAPPED_FUNCTION_ATTRIBUTES
+                      if reading_runs_no_python(kind, name))
+        plan = (kind, names, kind not in _PLAIN_VALUE_TYPES,
+                is_array_function_dispatcher_type(kind))
+    if len(_wrapper_plans) >= 4096:
+        _wrapper_plans.clear()
+    _wrapper_plans[id(kind)] = plan
+    return plan
+
+
+_gc_referents = gc.get_referents
 
 #: Types whose objects call no Python function they hold.
 _WRAP_NOTHING = frozenset({
     FunctionType, types.GetSetDescriptorType, types.MemberDescriptorType,
     types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType,
-    types.ClassMethodDescriptorType, types.MethodWrapperType, type(None), int, str, float,
+    types.ClassMethodDescriptorType, types.MethodWrapperType, ModuleType, type(None), int, str,
+    float,
     bool, tuple, dict, list, set, frozenset, bytes,
 })
+
+
+#: Values that hold functions only as data (not to call them).
+_PLAIN_VALUE_TYPES = frozenset({dict, list, tuple, set, frozenset, types.SimpleNamespace,
+                                types.MappingProxyType})
 
 
 def _array_function_dispatcher_type():
@@ -515,10 +556,14 @@ def _array_function_dispatcher_type():
     return None
 
 
+def is_array_function_dispatcher_type(kind):
+    """True for numpy's ``_ArrayFunctionDispatcher`` class."""
+    return not type_flags(kind) & HEAPTYPE_FLAG and kind is _array_function_dispatcher_type()
+
+
 def is_array_function_dispatcher(obj):
     """True for numpy's ``_ArrayFunctionDispatcher`` objects (``np.polyfit``)."""
-    kind = type(obj)
-    return not type_flags(kind) & HEAPTYPE_FLAG and kind is _array_function_dispatcher_type()
+    return is_array_function_dispatcher_type(type(obj))
 
 
 _relevant_by_dispatcher = {}     # id(dispatcher) -> (dispatcher, function or None)
@@ -567,7 +612,6 @@ def _find_relevant(dispatcher):
     # exist from numpy's import on), weakly.
     reference = None if _functions_by_address is None else _functions_by_address.get(address)
     if reference is None:
-        import gc
         import weakref
         _functions_by_address = {id(f): weakref.ref(f) for f in gc.get_objects()
                                  if type(f) is FunctionType}

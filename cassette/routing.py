@@ -42,6 +42,7 @@ it).
 """
 
 import functools
+import importlib.machinery
 import sys
 import types
 
@@ -138,12 +139,13 @@ def _route_own_entries(klass):
         return
     _note_class_seen(klass)
     namespace = callables.class_dict(klass)
+    compiled = _in_compiled_package(namespace.get("__module__"))
     for name, value in list(namespace.items()):
         kind = type(value)
         if kind is _FunctionType or kind is staticmethod or kind is classmethod:
             if type(name) is str and name[:2] == "__" and name[-2:] == "__" and len(name) > 4:
                 protocol = True
-            elif name in METHODS_CALLED_BY_NAME:
+            elif name in METHODS_CALLED_BY_NAME or compiled:
                 protocol = False
             else:
                 continue
@@ -241,13 +243,45 @@ def route_module(namespace):
     if type(module_name) is not str:
         return
     names = _CALLED_BY_NAME.get(module_name, ())
-    if names is ALL_FUNCTIONS:
+    if names is ALL_FUNCTIONS or _in_compiled_package(module_name):
         for value in list(namespace.values()):
-            if type(value) is _FunctionType and value.__module__ == module_name:
+            if type(value) is _FunctionType:
                 _route_function(value)
+            else:
+                for wrapped in callables.wrapped_functions(value):
+                    _route_function(wrapped)
         return
     for name in names:
         _route_function(namespace.get(name))
+    for value in list(namespace.values()):
+        if type(value) is not _FunctionType:
+            for wrapped in callables.wrapped_functions(value):
+                _route_function(wrapped)
+
+
+#: Top-level packages with a compiled extension module among their modules.
+_compiled_packages = set()
+_EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+
+
+def _note_compiled_modules():
+    """Note the packages whose compiled modules are loaded (by file name:
+    no program code runs)."""
+    for name, module in list(sys.modules.items()):
+        if type(module) is _ModuleType and type(name) is str:
+            path = module.__dict__.get("__file__")
+            if type(path) is str and path.endswith(_EXTENSION_SUFFIXES):
+                _compiled_packages.add(name.partition(".")[0])
+
+
+def _in_compiled_package(module_name):
+    """True for a module of a package that has compiled (Cython, C) modules:
+    their code calls the package's Python functions and methods by name
+    (pandas' Cython calls ``NDFrame._set_axis``, ``np.full``), so all of
+    them are routed.  Other packages' plain methods are routed only under
+    the names of :data:`METHODS_CALLED_BY_NAME`: routing costs calls from
+    code that is not overdubbed their inlining (see the module doc)."""
+    return type(module_name) is str and module_name.partition(".")[0] in _compiled_packages
 
 
 def route_new_classes():
@@ -265,6 +299,7 @@ def route_new_classes():
     if len(sys.modules) == _modules_seen:
         return
     _modules_seen = len(sys.modules)
+    _note_compiled_modules()
     for module in list(sys.modules.values()):
         if type(module) is _ModuleType:
             namespace = getattr(module, "__dict__", None)
