@@ -7,13 +7,15 @@ overdubbed (SPEC §3.3) and how.
 """
 
 import builtins
+import ctypes
 import dis
-import gc
 import functools
+import gc
 import inspect
 import os
 import sys
 import types
+import weakref
 
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
@@ -592,7 +594,6 @@ def array_function_relevant(dispatcher):
 
 def _find_relevant(dispatcher):
     global _functions_by_address
-    import ctypes
     implementation = dispatcher._implementation
     size = min(8, type(dispatcher).__basicsize__ // ctypes.sizeof(ctypes.c_void_p))
     words = (ctypes.c_void_p * size).from_address(id(dispatcher))
@@ -612,7 +613,6 @@ def _find_relevant(dispatcher):
     # exist from numpy's import on), weakly.
     reference = None if _functions_by_address is None else _functions_by_address.get(address)
     if reference is None:
-        import weakref
         _functions_by_address = {id(f): weakref.ref(f) for f in gc.get_objects()
                                  if type(f) is FunctionType}
         reference = _functions_by_address.get(address)

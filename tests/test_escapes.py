@@ -278,3 +278,37 @@ def test_modules_imported_while_overdubbed_are_routed():
                           env={**os.environ, "CASSETTE_NO_DISK_CACHE": "1"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["(30001,", "20)", "0"]
+
+
+@pytest.mark.skipif(PURE, reason="the pure-Python runtime has no routing: C-made calls escape")
+def test_the_counter_counts_only_the_programs_frames(tmp_path):
+    """A first run in a fresh interpreter with an empty rewrite cache:
+    cassette rewrites, writes its disk cache, scans the process, finds
+    numpy dispatchers' hidden functions — none of that is the program's,
+    so none of it is counted."""
+    script = textwrap.dedent("""
+        import dataclasses, cassette
+        import numpy as np
+        class Touch(cassette.Context):
+            def prehook(self, f, *args, **kwargs):
+                pass
+        def program():
+            @dataclasses.dataclass
+            class Point:
+                x: float
+                y: float = 0.0
+            x = np.linspace(0.0, 1.0, 7)
+            return (np.polyfit(x, 2.0 * x, 1).round(9).tolist(),
+                    float(np.concatenate([x, x]).sum()), repr(Point(1.0)))
+        plain = program()
+        with cassette.count_escapes() as escapes:
+            out = cassette.overdub(Touch(), program)
+        assert out == plain, (out, plain)
+        print(escapes.total)
+        print(escapes.report())
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          env={**os.environ, "CASSETTE_CACHE_DIR": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[0] == "0", done.stdout
+    assert any(tmp_path.iterdir()), "the run wrote no disk cache: the test tests nothing"
