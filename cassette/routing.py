@@ -25,7 +25,14 @@ This module decides what to route:
 * for the whole process (:func:`route_new_classes`), every class alive,
   each module's ``__getattr__``/``__dir__`` and the module functions the
   interpreter calls by name (the import system's ``_find_and_load`` …),
-  again whenever modules have been imported since.
+  again whenever modules have been imported since; a module whose body
+  runs overdubbed is routed as soon as it has run (:func:`route_module`);
+* for a package with compiled modules (numpy, scipy, pandas …), every
+  function and method: its Cython or C code calls them by name;
+* wherever cassette meets a C object wrapping Python functions (a primitive
+  callee, a class attribute, a module global), the functions it calls
+  (:func:`callables.wrapped_functions`: ``lru_cache``, numpy's
+  dispatchers, pandas' ``cache_readonly``, ``cmp_to_key``).
 
 Routing a plain function leaves its positional Python-to-Python calls as
 fast as before, but (3.12+) a call of it with keyword arguments from code
@@ -79,13 +86,15 @@ _CALLED_BY_NAME = {
     "asyncio.base_tasks": ("_task_repr", "_task_get_stack", "_task_print_stack"),
     "asyncio.base_futures": ("_future_repr",),
     "asyncio.events": ("get_event_loop_policy",),
-    # numpy's C code calls these modules' functions by name: ndarray methods
-    # (sum, any, max, mean ... in _methods), repr and str of arrays and
-    # dtypes, error-state callbacks, linalg's error raisers.
     # int <-> str conversions of huge numbers (int(s), str(n)).
     "_pylong": ALL_FUNCTIONS,
     # C extension modules build their named tuples at import (_decimal).
     "collections": ("namedtuple",),
+    # numpy's C code calls these modules' functions by name: ndarray methods
+    # (sum, any, max, mean ... in _methods), repr and str of arrays and
+    # dtypes, error-state callbacks, linalg's error raisers.  (numpy has
+    # compiled modules, so the rule of _in_compiled_package routes them too;
+    # the entries say which calls are known.)
     "numpy._core._methods": ALL_FUNCTIONS,
     "numpy._core._internal": ALL_FUNCTIONS,
     "numpy._core._dtype": ALL_FUNCTIONS,
