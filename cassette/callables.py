@@ -483,7 +483,7 @@ def wrapped_functions(obj):
     the rule above); empty for a Python function, a class or a module."""
     kind = type(obj)
     plan = _wrapper_plans.get(id(kind))
-    if plan is None or plan[0] is not kind:
+    if plan is None or plan[0]() is not kind:
         plan = _wrapper_plan(kind)
     _, names, referents, dispatcher = plan
     if not (names or referents or dispatcher):
@@ -509,7 +509,10 @@ def wrapped_functions(obj):
     return tuple(found)
 
 
-_wrapper_plans = {}     # id(type) -> (type, names to read, read referents?, numpy dispatcher?)
+#: id(class) -> (weak reference to the class, names to read, read the
+#: referents?, numpy dispatcher?); weak, so that no class of the program is
+#: kept alive because cassette looked at one of its instances.
+_wrapper_plans = {}
 
 
 def _wrapper_plan(kind):
@@ -519,12 +522,11 @@ def _wrapper_plan(kind):
     numpy dispatchers.  Decided once per class."""
     if (kind in _WRAP_NOTHING or type_flags(kind) & TYPE_SUBCLASS_FLAG
             or ModuleType in class_mro(kind)):     # a module's __getattr__ is program code
-        plan = (kind, (), False, False)
+        plan = (weakref.ref(kind), (), False, False)
     else:
         names = tuple(name for name in WRAPPED_FUNCTION_ATTRIBUTES
                       if reading_runs_no_python(kind, name))
-        plan = (kind, names, kind not in _PLAIN_VALUE_TYPES,
-                is_array_function_dispatcher_type(kind))
+        plan = (weakref.ref(kind), names, True, is_array_function_dispatcher_type(kind))
     if len(_wrapper_plans) >= 4096:
         _wrapper_plans.clear()
     _wrapper_plans[id(kind)] = plan
@@ -533,19 +535,15 @@ def _wrapper_plan(kind):
 
 _gc_referents = gc.get_referents
 
-#: Types whose objects call no Python function they hold.
+#: Types whose objects call no Python function they hold (containers hold
+#: functions as data).
 _WRAP_NOTHING = frozenset({
     FunctionType, types.GetSetDescriptorType, types.MemberDescriptorType,
     types.MethodDescriptorType, types.WrapperDescriptorType, types.BuiltinFunctionType,
     types.ClassMethodDescriptorType, types.MethodWrapperType, ModuleType, type(None), int, str,
-    float,
-    bool, tuple, dict, list, set, frozenset, bytes,
+    float, bool, bytes, tuple, dict, list, set, frozenset, types.SimpleNamespace,
+    types.MappingProxyType,
 })
-
-
-#: Values that hold functions only as data (not to call them).
-_PLAIN_VALUE_TYPES = frozenset({dict, list, tuple, set, frozenset, types.SimpleNamespace,
-                                types.MappingProxyType})
 
 
 def _array_function_dispatcher_type():
