@@ -674,4 +674,5 @@ def assemble(bytecode, stacksize=None, depths_known=False):
         type(e) is TryBegin and type(e.stack_depth) is not int for e in bytecode)
     if recompute:
         stacksize = None
-    return bytecode.to_code(stacksize=stacksize, compute_exception_stack_depths=recompute)
+    code = bytecode.to_code(stacksize=stacksize, compute_exception_stack_depths=recompute)
+    return LAYER.fit_location_table(code)

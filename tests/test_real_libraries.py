@@ -147,7 +147,7 @@ def pandas_groupby():
     df["share"] = df["sales"] / df.groupby("city")["sales"].transform("sum")
     pivot = df.pivot_table(index="city", columns="year", values="units", aggfunc="sum",
                            fill_value=0)
-    return (summary.reset_index().to_dict("records"), df["share"].round(12).tolist(),
+    return (summary.reset_index().to_dict("records"), df["share"].tolist(),
             pivot.to_dict())
 
 
@@ -158,7 +158,7 @@ def pandas_merge():
     merged = orders.merge(customers, on="customer", how="left")
     merged["name"] = merged["name"].fillna("?")
     spend = merged.sort_values("amount", ascending=False).groupby("name")["amount"].sum()
-    return merged.to_dict("list"), spend.to_dict(), merged.describe().round(9).to_dict()
+    return merged.to_dict("list"), spend.to_dict(), merged.describe().to_dict()
 
 
 # --------------------------------------------------------------------------
@@ -618,6 +618,7 @@ def main(argv):
         started = time.perf_counter()
         expected = run_plain(function)
         row = [f"{name:22} plain {time.perf_counter() - started:6.2f}s"]
+        reports = []
         for label, make in CONTEXTS.items():
             started = time.perf_counter()
             try:
@@ -630,8 +631,8 @@ def main(argv):
             extra = f" escapes={escapes.total}" if escapes is not None else ""
             row.append(f"{label} {verdict} {time.perf_counter() - started:6.2f}s{extra}")
             if verbose and escapes is not None and escapes.total:
-                print(escapes.report(10))
-        print(" | ".join(row), flush=True)
+                reports.append(f"  {label}: " + escapes.report(10).replace("\n", "\n  "))
+        print(" | ".join(row), *reports, sep="\n", flush=True)
     return 1 if failures else 0
 
 

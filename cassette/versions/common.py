@@ -126,6 +126,49 @@ class Layer:
 
     # -- emission -----------------------------------------------------------
 
+    def fit_location_table(self, code):
+        """``code`` with its location table (``co_linetable``) covering
+        exactly its instructions.  The ``bytecode`` package can emit entries
+        reaching past the end of the code; 3.11's tracing builds its
+        per-instruction line array from the table and writes past the
+        array's end for such code (heap corruption, then a crash).  How far
+        the table reaches is measured by the interpreter's own walk
+        (``co_lines``); the excess is taken off the entries before the last
+        one (the last entry, the final instruction's location, is kept
+        whole).
+
+        Format (3.11 on): each entry starts with a byte whose top bit is set;
+        its low three bits are the number of code units it covers, minus
+        one; the bytes after it, up to the next entry, have the top bit
+        clear."""
+        excess = (max((end for _, end, _ in code.co_lines()), default=0)
+                  - len(code.co_code)) // 2
+        if excess <= 0:
+            return code         # the interpreter's own walk stays inside the code
+        table = code.co_linetable
+        starts = [index for index, byte in enumerate(table) if byte & 0x80]
+        lengths = [(table[index] & 7) + 1 for index in starts]
+        fitted = bytearray(table)
+        removed = []
+        for entry in range(len(starts) - 2, -1, -1):
+            if excess <= 0:
+                break
+            taken = min(excess, lengths[entry])
+            excess -= taken
+            if taken == lengths[entry]:
+                removed.append(entry)
+            else:
+                index = starts[entry]
+                fitted[index] = (table[index] & ~7) | (lengths[entry] - taken - 1)
+        if excess > 0:
+            return code         # not a table this layer knows how to fit
+        bounds = starts + [len(table)]
+        kept = bytearray()
+        for entry in range(len(starts)):
+            if entry not in removed:
+                kept += fitted[bounds[entry]:bounds[entry + 1]]
+        return code.replace(co_linetable=bytes(kept))
+
     def call_constant(self, const, nargs, location):
         """Call ``const`` with the top ``nargs`` stack values; push the result."""
         raise NotImplementedError
