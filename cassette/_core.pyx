@@ -642,6 +642,24 @@ cdef extern from *:
         return PyCFunction_NewEx(&cassette_propagation_slot_def, site, NULL);
     }
 
+    /* The sys hooks the interpreter calls from C (sys.unraisablehook,
+       sys.excepthook) may have been installed by overdubbed code a moment
+       ago, by a plain store that no site saw: the audit event raised just
+       before the call names the hook, which is routed then. */
+    static int cassette_audit(const char *event, PyObject *args, void *data) {
+        (void)data;
+        if (event[0] != 's' || cassette_route_argument == NULL
+                || (strcmp(event, "sys.unraisablehook") != 0
+                    && strcmp(event, "sys.excepthook") != 0)
+                || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 1)
+            return 0;
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        if (cassette_route_one(PyTuple_GET_ITEM(args, 0)) < 0) PyErr_Clear();
+        PyErr_Restore(type, value, traceback);
+        return 0;
+    }
+
     static void cassette_install_argument_routing(PyObject *route_argument,
                                                   PyObject *partial_type,
                                                   PyObject *method_wrapper_type) {
@@ -649,6 +667,7 @@ cdef extern from *:
         cassette_route_argument = route_argument;
         cassette_partial_type = (PyTypeObject *)partial_type;
         cassette_method_wrapper_type = (PyTypeObject *)method_wrapper_type;
+        PySys_AddAuditHook(cassette_audit, NULL);
     }
     """
     void *cassette_current_frame()

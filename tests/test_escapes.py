@@ -312,3 +312,66 @@ def test_the_counter_counts_only_the_programs_frames(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.split("\n")[0] == "0", done.stdout
     assert any(tmp_path.iterdir()), "the run wrote no disk cache: the test tests nothing"
+
+
+# -- Python code the interpreter's C machinery calls ------------------------------
+
+def machinery_generators():
+    squares = (n * n for n in range(6))
+    return sum(squares), sorted(c for c in "cab"), max((v for v in [3, 1, 2]), key=lambda v: -v)
+
+
+def machinery_codecs():
+    return b"\xff\xfeh\x00i\x00".decode("utf-16"), "h\u00e9".encode("utf-16-le"), "x".encode("idna")
+
+
+def machinery_unraisable():
+    import gc
+    seen = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = lambda unraisable: seen.append(type(unraisable.exc_value).__name__)
+    try:
+        class Faulty:
+            def __del__(self):
+                raise ValueError("in __del__")
+        Faulty()
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous
+    return seen
+
+
+def machinery_dataclasses_and_enums():
+    @dataclasses.dataclass(order=True, frozen=True)
+    class Version:
+        major: int
+        minor: int = 0
+
+    class Perm(enum.Flag):
+        R = 4
+        W = 2
+        X = 1
+
+    # Classes made here differ between runs: compare what they print.
+    return repr((sorted([Version(1, 2), Version(1), Version(0, 9)]), repr(Version(2)),
+                 hash(Version(1)) == hash(Version(1)), Perm(6), Perm.R | Perm.X, list(Perm),
+                 Perm["W"], Perm(5) in Perm(7)))
+
+
+MACHINERY = [machinery_generators, machinery_codecs, machinery_unraisable,
+             machinery_dataclasses_and_enums]
+
+
+@pytest.mark.parametrize("program", MACHINERY, ids=[p.__name__ for p in MACHINERY])
+@pytest.mark.parametrize("make", [Nothing, lambda: Counting(metadata=[])],
+                         ids=["nothing", "counting"])
+def test_code_the_interpreters_machinery_calls_does_not_escape(program, make):
+    """Generators resumed by C consumers, codec functions behind
+    bytes.decode, a sys.unraisablehook set inside the run, the methods
+    dataclasses make with exec and enum's Flag internals all run overdubbed."""
+    expected = program()
+    with cassette.count_escapes() as escapes:
+        out = cassette.overdub(make(), program)
+    assert out == expected
+    if not PURE:
+        assert escapes.total == 0, escapes.report()
