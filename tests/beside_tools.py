@@ -4,16 +4,18 @@ watches the interpreter (SPEC §3.4: nothing a program does changes).
 Run as a script in a fresh interpreter (``tests/test_beside_other_tools.py``
 does, once per tool)::
 
-    python tests/beside_tools.py monitoring|settrace|setprofile|none
+    python tests/beside_tools.py TOOL [TOOL ...]    # monitoring, settrace, setprofile, none
 
-It installs the tool — a ``sys.monitoring`` tool counting ``PY_START`` and
-``LINE`` events (and disabling ``LINE`` where it fired, as coverage.py
-does), a ``sys.settrace`` function tracing every frame's lines, or a
+It installs the tools, all at once — a ``sys.monitoring`` tool counting
+``PY_START`` and ``LINE`` events (and disabling ``LINE`` where it fired, as coverage.py
+does), a ``sys.settrace`` function tracing the lines of each code
+object's first frame, a
 ``sys.setprofile`` function — then runs the CPython oracle's modules and the
-real-library workloads plainly and overdubbed by a context that defines
-nothing (the touching contexts' runs are the main oracles' business; a
-traced run is several times slower), and prints one JSON line: the regressions found and
-the events the tool saw.  ``none`` installs nothing (``coverage run`` is
+real-library workloads overdubbed by a context that defines nothing,
+comparing with their plain runs, made before the tools were installed
+(the touching contexts' runs are the main oracles' business; a traced run
+is several times slower), and prints one JSON line: the regressions found
+and the events the tools saw.  ``none`` installs nothing (``coverage run`` is
 the tool then).
 """
 
@@ -46,8 +48,17 @@ def install(tool):
         monitoring.register_callback(tool_id, monitoring.events.LINE, on_line)
         monitoring.set_events(tool_id, monitoring.events.PY_START | monitoring.events.LINE)
     elif tool == "settrace":
+        traced = set()
+
         def trace(frame, event, arg):
+            # Every frame's call is seen; lines are traced in the first frame
+            # of each code object (which makes 3.11 build the code's line
+            # array), as a coverage tool does, not again in hot loops.
             EVENTS["count"] += 1
+            if event == "call":
+                if frame.f_code in traced:
+                    return None
+                traced.add(frame.f_code)
             return trace
         sys.settrace(trace)
     elif tool == "setprofile":
@@ -56,25 +67,25 @@ def install(tool):
         raise SystemExit(f"unknown tool {tool!r}")
 
 
-def main(tool, workloads=True):
-    install(tool)
+def main(tools):
+    """The oracles' plain runs first, untraced (they are the reference);
+    then, with the tools installed, the overdubbed runs."""
+    import test_real_libraries as real
+    plain_modules = {name: oracle.run_module(name) for name in oracle.MODULES}
+    plain_workloads = {name: function() for name, (_, function) in real.WORKLOADS.items()}
+    for tool in tools:
+        install(tool)
     lost = {}
-    for name in oracle.MODULES:
-        plain = oracle.run_module(name)
-        for label, ctx in (("nothing", oracle.Nothing()),):
-            found = oracle.regressions(plain, oracle.run_module(name, ctx))
-            if found:
-                lost[f"{name} {label}"] = sorted(found)
-    if workloads:
-        import test_real_libraries as real
-        for name, (library, function) in real.WORKLOADS.items():
-            plain = function()
-            for label in ("nothing",):
-                dubbed, _ = real.run_overdubbed(real.CONTEXTS[label](), function)
-                if dubbed != plain:
-                    lost[f"{name} {label}"] = [repr(dubbed)[:200]]
-    print(json.dumps({"tool": tool, "lost": lost, "events": EVENTS["count"]}))
+    for name, plain in plain_modules.items():
+        found = oracle.regressions(plain, oracle.run_module(name, oracle.Nothing()))
+        if found:
+            lost[name] = sorted(found)
+    for name, (_, function) in real.WORKLOADS.items():
+        dubbed, _ = real.run_overdubbed(real.CONTEXTS["nothing"](), function)
+        if dubbed != plain_workloads[name]:
+            lost[name] = [repr(dubbed)[:200]]
+    print(json.dumps({"tools": tools, "lost": lost, "events": EVENTS["count"]}))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])

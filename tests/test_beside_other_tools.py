@@ -1,8 +1,10 @@
-"""SPEC §3.4 beside other tools: with a ``sys.monitoring`` tool active,
-under ``sys.settrace`` and ``sys.setprofile``, and under ``coverage run``,
+"""SPEC §3.4 beside other tools: with a ``sys.monitoring`` tool or a
+``sys.settrace`` function active (a ``sys.setprofile`` function is the
+escape counter, beside the oracles' runs already), and under
+``coverage run``,
 the CPython oracle's modules and the real-library workloads give the same
-results overdubbed as plainly — and nothing crashes.  Each tool runs in a
-fresh interpreter (see ``tests/beside_tools.py``)."""
+results overdubbed as plainly — and nothing crashes.  Each set of tools
+runs in a fresh interpreter (see ``tests/beside_tools.py``)."""
 
 import json
 import os
@@ -14,7 +16,13 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "beside_tools.py")
 
-TOOLS = ["settrace", "setprofile"] + (["monitoring"] if hasattr(sys, "monitoring") else [])
+#: Each set runs in an interpreter of its own: a tracer (which turns 3.11's
+#: specializing interpreter off and makes it build line arrays), and a
+#: monitoring tool (which leaves it on and instruments the code instead).
+#: A profiler is beside every overdubbed run of the real-library oracle and
+#: of the CPython oracle's nothing context already: ``count_escapes`` is a
+#: ``sys.setprofile`` function.
+TOOL_SETS = [["settrace"]] + ([["monitoring"]] if hasattr(sys, "monitoring") else [])
 
 
 def run_beside(command):
@@ -23,20 +31,14 @@ def run_beside(command):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("tool", TOOLS)
-def test_oracles_beside_a_tool(tool):
-    report = run_beside([sys.executable, SCRIPT, tool])
+@pytest.mark.parametrize("tools", TOOL_SETS, ids="+".join)
+def test_oracles_beside_tools(tools):
+    report = run_beside([sys.executable, SCRIPT, *tools])
     assert report["lost"] == {}
-    assert report["events"] > 0, "the tool saw nothing"
+    assert report["events"] > 0, "the tools saw nothing"
 
 
-def test_oracles_under_coverage_run():
-    pytest.importorskip("coverage")
-    data = os.path.join(HERE, ".coverage.beside")
-    try:
-        report = run_beside([sys.executable, "-m", "coverage", "run", f"--data-file={data}",
-                             SCRIPT, "none"])
-    finally:
-        if os.path.exists(data):
-            os.remove(data)
+def test_oracles_under_coverage_run(tmp_path):
+    report = run_beside([sys.executable, "-m", "coverage", "run",
+                         f"--data-file={tmp_path / '.coverage'}", SCRIPT, "none"])
     assert report["lost"] == {}
