@@ -571,6 +571,12 @@ cdef extern from *:
         return PyUnicode_FromFormat("<primitive %R>", ((CassettePrimitive *)self)->named);
     }
 
+    /* A message naming a callable without a __qualname__ (``None argument
+       after * must be an iterable``) uses its str(): the primitive's. */
+    static PyObject *cassette_primitive_str(PyObject *self) {
+        return PyObject_Str(((CassettePrimitive *)self)->named);
+    }
+
     /* The primitive's own __qualname__ and __module__: the interpreter's
        messages that name a callable (``len() argument after * must be an
        iterable``) name the primitive, as without cassette. */
@@ -590,6 +596,7 @@ cdef extern from *:
         .tp_vectorcall_offset = offsetof(CassettePrimitive, vectorcall),
         .tp_call = PyVectorcall_Call,
         .tp_repr = cassette_primitive_repr,
+        .tp_str = cassette_primitive_str,
         .tp_getattro = cassette_primitive_getattro,
         .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
         .tp_doc = "A primitive called from rewritten code: its arguments routed first.",
@@ -2072,6 +2079,11 @@ cdef class Hooked:
     @property
     def __module__(self):
         return self.callee.__module__
+
+    def __str__(self):
+        # Used by those messages when the callee has no __qualname__
+        # (``None argument after * must be an iterable``).
+        return str(self.callee)
 
 
 cdef class Instantiation:

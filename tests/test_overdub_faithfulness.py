@@ -377,3 +377,28 @@ def test_objects_held_by_partials_and_bound_methods_are_freed():
     del p
     gc.collect()
     assert ref() is None
+
+
+# -- messages that name the callable ------------------------------------------
+
+def _star_of_a_function(callee):
+    def h(j=1):
+        return j
+
+    try:
+        callee(*h)
+    except TypeError as error:
+        return str(error)
+
+
+@pytest.mark.parametrize("callee", [None, len, _star_of_a_function],
+                         ids=["None", "builtin", "function"])
+@pytest.mark.parametrize("make", [Nothing, lambda: CatchAll(metadata=[0])],
+                         ids=["nothing", "catch-all"])
+def test_a_message_naming_the_callee_names_it_as_plainly(callee, make):
+    """``f(*not_iterable)`` names ``f`` by its module and qualified name,
+    or by ``str(f)`` when it has none (test_extcall's ``nothing(*h)``):
+    the same words overdubbed, whatever stands in for ``f``."""
+    expected = _star_of_a_function(callee)
+    assert "argument after * must be an iterable" in expected
+    assert cassette.overdub(make(), _star_of_a_function, callee) == expected
