@@ -18,7 +18,7 @@ from .operations import OPERATIONS
 from .rewrite import EXHAUSTED, recursion_limit_lock
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
-from ._builtins import (AttributeError, BaseException, StopIteration, any,
+from ._builtins import (AttributeError, BaseException, StopIteration, any, callable,
     getattr, hasattr, id, isinstance, len, next, object, slice, tuple, type)
 
 _FunctionType = types.FunctionType
@@ -430,7 +430,29 @@ def hooked(runtime, callee, plan, body):
 
     hooked_call.callee = callee
     engine.name_like(hooked_call, callee)
+    if not callable(callee):
+        # Calling it fails anyway; the interpreter's message names it by its
+        # str() (``None argument after * must be an iterable``), as the
+        # core's Hooked does.
+        return _NamedByStr(hooked_call, callee)
     return hooked_call
+
+
+class _NamedByStr:
+    """A call of ``call`` that, in the interpreter's messages, is named by
+    ``str(named)`` (it has no ``__qualname__`` of its own)."""
+
+    __slots__ = ("call", "named")
+
+    def __init__(self, call, named):
+        self.call = call
+        self.named = named
+
+    def __call__(self, /, *args, **kwargs):
+        return self.call(*args, **kwargs)
+
+    def __str__(self):
+        return str(self.named)
 
 
 @callables.acts_for_program
