@@ -507,11 +507,8 @@ def call_body(runtime, obj):
     target, first = callables.call_target(obj)
     if first is callables.BIND_AT_CALL:
         return functools.partial(call_through_descriptor, runtime.call, obj, target)
-    if type(target) is types.FunctionType:
-        body = runtime.rewritten(target)
-    else:
-        body = body_of(runtime, Decision(target, callables.NO_SELF, None,
-                                         callables.body_kind(target)))
+    body = body_of(runtime, Decision(target, callables.NO_SELF, None,
+                                     callables.body_kind(target)))
     return body if first is callables.NO_SELF else types.MethodType(body, first)
 
 
