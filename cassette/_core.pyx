@@ -283,6 +283,21 @@ cdef extern from *:
         return previous;
     }
 
+    /* Is `frame` (a frame object) the barrier: the frame whose calls,
+       while a handler is being called, are the handler's?  A frame object
+       points to its interpreter frame right after f_back (the layout of
+       CPython 3.11 to 3.13's struct _frame); the escape counter asks. */
+    typedef struct {
+        PyObject_HEAD
+        PyObject *f_back;
+        void *f_frame;
+    } cassette_frame_head;
+
+    static int cassette_is_barrier(PyObject *frame) {
+        return cassette_barrier != NULL && PyFrame_Check(frame)
+            && ((cassette_frame_head *)frame)->f_frame == cassette_barrier;
+    }
+
     static PyObject *cassette_handler_being_called(void) {
         PyObject *handler = cassette_handler == NULL ? Py_None : (PyObject *)cassette_handler;
         Py_INCREF(handler);
@@ -681,6 +696,7 @@ cdef extern from *:
     void *cassette_set_barrier(void *frame)
     void *cassette_set_handler(void *handler)
     object cassette_handler_being_called()
+    bint cassette_is_barrier(object frame)
     object cassette_primitive_new(object target)
     object cassette_primitive_named(object target, object named)
     void cassette_install_slot_entries(void *operation, void *propagation)
@@ -2420,6 +2436,14 @@ def is_routed(function):
 def handler_being_called():
     """The handler a runtime is calling on this thread, or None."""
     return cassette_handler_being_called()
+
+
+def is_barrier(frame):
+    """True when ``frame`` is calling a handler that has no frame of its own
+    yet (or never will: one written in C): what the interpreter starts from
+    ``frame`` meanwhile — the handler's ``**kwargs`` hashing a key, say — is
+    the handler's, not the program's."""
+    return cassette_is_barrier(frame)
 
 
 def frame_runtime(frame):

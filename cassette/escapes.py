@@ -44,10 +44,11 @@ from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 if IMPLEMENTATION == "cython":
     from ._core import (Runtime as _Runtime, frame_runtime as _frame_runtime,
-                        handler_being_called as _handler_being_called)
+                        handler_being_called as _handler_being_called,
+                        is_barrier as _is_barrier)
 else:
     from ._pyruntime import Runtime as _Runtime
-    _frame_runtime = _handler_being_called = None
+    _frame_runtime = _handler_being_called = _is_barrier = None
 
 _BYTECODE_DIR = os.path.dirname(os.path.abspath(sys.modules["bytecode"].__file__))
 
@@ -114,11 +115,15 @@ def on_behalf_of_program(frame):
 
 
 def _is_handler_frame(frame):
-    """True for the first frame of a handler the core is calling (the
+    """True for the first frame of a handler the core is calling, and for
+    frames the interpreter starts while calling it, before it has a frame
+    (a ``__hash__`` of a keyword the handler's ``**kwargs`` collects).  The
     pure-Python runtime calls handlers from a frame of its own, which
-    :func:`on_behalf_of_program` does not look past)."""
+    :func:`on_behalf_of_program` does not look past."""
     if _handler_being_called is None:
         return False
+    if _is_barrier(frame.f_back):
+        return True
     handler = _handler_being_called()
     if handler is None:
         return False

@@ -298,6 +298,34 @@ def test_the_counter_counts_only_the_programs_frames(tmp_path):
     assert any(tmp_path.iterdir()), "the run wrote no disk cache: the test tests nothing"
 
 
+class Keyword(str):
+    """A keyword name whose hash is Python code: collecting it into a
+    handler's ``**kwargs`` runs ``__hash__`` before the handler has a frame."""
+
+    def __hash__(self):
+        return str.__hash__(self)
+
+
+def _keywords_target(a, b):
+    return a - b
+
+
+def keywords_of_a_str_subclass():
+    return _keywords_target(**{Keyword("a"): 5, Keyword("b"): 2})
+
+
+def test_what_calling_a_handler_runs_is_the_handlers():
+    """The interpreter hashes each keyword while it collects the handler's
+    ``**kwargs``: that ``Keyword.__hash__`` runs for the handler, not for
+    the program, and is not an escape."""
+    ctx = Counting(metadata=[])
+    with cassette.count_escapes() as escapes:
+        out = cassette.overdub(ctx, keywords_of_a_str_subclass)
+    assert out == keywords_of_a_str_subclass() == 3
+    assert _keywords_target in ctx.metadata
+    assert escapes.total == 0, escapes.report()
+
+
 # -- Python code the interpreter's C machinery calls ------------------------------
 
 def machinery_generators():
