@@ -310,10 +310,17 @@ def _keywords_target(a, b):
     return a - b
 
 
+# Made here: only the call's own hashing is watched.
+_KEYWORDS = {Keyword("a"): 5, Keyword("b"): 2}
+
+
 def keywords_of_a_str_subclass():
-    return _keywords_target(**{Keyword("a"): 5, Keyword("b"): 2})
+    return _keywords_target(**_KEYWORDS)
 
 
+@pytest.mark.skipif(PURE, reason="the pure-Python runtime has no routing: C-made calls escape "
+                    "(its own call functions collect the keywords into **kwargs from the "
+                    "program's frame)")
 def test_what_calling_a_handler_runs_is_the_handlers():
     """The interpreter hashes each keyword while it collects the handler's
     ``**kwargs``: that ``Keyword.__hash__`` runs for the handler, not for
