@@ -168,8 +168,20 @@ cdef extern from *:
         (void)sign;
     #endif
     }
+
+    /* f(*args, **kwargs) with the recursion credit of a body's call, and
+       nothing between: a try/finally would normalize an exception passing
+       through, which 3.11 leaves for the frame that catches it (whose
+       traceback depends on when an instantiation that fails happens). */
+    static inline PyObject *cassette_credited_call(PyObject *f, PyObject *args,
+                                                   PyObject *kwargs) {
+        cassette_recursion_credit(1);
+        PyObject *result = PyObject_Call(f, args, kwargs == Py_None ? NULL : kwargs);
+        cassette_recursion_credit(-1);
+        return result;
+    }
     """
-    void cassette_recursion_credit(int sign)
+    object cassette_credited_call(object f, object args, object kwargs)
 
 cdef extern from *:
     """
@@ -369,6 +381,36 @@ cdef extern from *:
         return runtime;
     }
 
+    /* callables.library_entries_dropped: a traceback without its leading
+       entries of cassette's own frames. */
+    static PyObject *cassette_entries_dropped = NULL;
+
+    /* An exception leaving a routed call through the trampoline carries
+       the entries of the core's frames it passed; the interpreter that
+       called the function may keep or drop the traceback by whether there
+       is one (3.11 normalizing an exception raised from C keeps the one it
+       had when instantiating fails without a traceback), so it gets the
+       traceback a plain call would give. */
+    static void cassette_drop_library_entries(void) {
+        PyObject *type, *value, *tb;
+        if (cassette_entries_dropped == NULL) return;
+        PyErr_Fetch(&type, &value, &tb);
+        if (tb != NULL) {
+            PyObject *kept = PyObject_CallOneArg(cassette_entries_dropped, tb);
+            if (kept == NULL) {
+                PyErr_Clear();
+            } else {
+                Py_DECREF(tb);
+                if (kept == Py_None) {
+                    Py_DECREF(kept);
+                    kept = NULL;
+                }
+                tb = kept;
+            }
+        }
+        PyErr_Restore(type, value, tb);
+    }
+
     static PyObject *cassette_trampoline(PyObject *func, PyObject *const *args,
                                          size_t nargsf, PyObject *kwnames) {
         if (cassette_redirect != NULL && cassette_current_frame() != cassette_barrier) {
@@ -376,6 +418,7 @@ cdef extern from *:
             if (runtime != NULL) {
                 PyObject *result = cassette_redirect(runtime, func, args, nargsf, kwnames);
                 Py_DECREF(runtime);
+                if (result == NULL) cassette_drop_library_entries();
                 return result;
             }
             if (PyErr_Occurred()) return NULL;
@@ -441,9 +484,13 @@ cdef extern from *:
 
     /* Installed at import: the runtime type, the code objects of the
        library's functions that act for the program (a tuple the module
-       keeps alive) and the function running a routed call as an operation. */
+       keeps alive), the function running a routed call as an operation and
+       callables.library_entries_dropped. */
     static void cassette_install_routing(PyObject *runtime_type, PyObject *acting_codes,
-                                         void *redirect, PyObject *sample_function) {
+                                         void *redirect, PyObject *sample_function,
+                                         PyObject *entries_dropped) {
+        Py_INCREF(entries_dropped);
+        cassette_entries_dropped = entries_dropped;
         cassette_function_vectorcall = ((PyFunctionObject *)sample_function)->vectorcall;
         cassette_runtime_type = (PyTypeObject *)runtime_type;
         cassette_acting_codes = acting_codes;
@@ -709,7 +756,7 @@ cdef extern from *:
     void cassette_install_argument_routing(object route_argument, object partial_type,
                                            object method_wrapper_type)
     void cassette_install_routing(object runtime_type, object acting_codes, void *redirect,
-                                  object sample_function)
+                                  object sample_function, object entries_dropped)
     object cassette_frame_runtime(object frame)
     int cassette_route_function(object func, int protocol)
     bint cassette_is_routed(object func)
@@ -910,11 +957,7 @@ cdef class Protocol:
         ``OverdubInstead``: the body, overdubbed, or else the fallback."""
         cdef object handler
         if body is not None:
-            cassette_recursion_credit(1)
-            try:
-                return _call_tuple(body, args, kwargs)
-            finally:
-                cassette_recursion_credit(-1)
+            return cassette_credited_call(body, args, kwargs)
         handler = _select(self.fb_fixed, self.fb_sel, self.fb_types, runtime._tag, runtime.ctx,
                           args)
         if ((handler is not None or (runtime._tagging and _any_tagged(args)))
@@ -2412,7 +2455,8 @@ cdef object _redirect(object runtime, object func, PyObject **args, size_t nargs
 cdef tuple _ACTING_CODES = callables.acting_for_program_codes()
 # Any Python function shows the interpreter's vectorcall entry.
 assert type(callables.lookup_on_type) is FunctionType
-cassette_install_routing(Runtime, _ACTING_CODES, <void *>_redirect, callables.lookup_on_type)
+cassette_install_routing(Runtime, _ACTING_CODES, <void *>_redirect, callables.lookup_on_type,
+                         callables.library_entries_dropped)
 
 
 cassette_install_argument_routing(routing.route_argument, functools.partial,

@@ -316,10 +316,15 @@ def drop_library_entries(exception):
     entries (and those of library frames they called) lead the traceback,
     and a bare ``raise`` adds none.  The program then sees the traceback it
     would see plainly (SPEC §3.4)."""
-    tb = exception.__traceback__
+    exception.__traceback__ = library_entries_dropped(exception.__traceback__)
+
+
+def library_entries_dropped(tb):
+    """``tb`` past its leading entries of cassette's own frames (None when
+    it has only those)."""
     while tb is not None and is_library_code(tb.tb_frame.f_code):
         tb = tb.tb_next
-    exception.__traceback__ = tb
+    return tb
 
 
 def remove_library_entries(exception):

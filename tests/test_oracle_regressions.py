@@ -7,6 +7,9 @@ import sys
 import pytest
 
 import cassette
+from cassette.entry import IMPLEMENTATION
+
+PURE = IMPLEMENTATION == "python"
 
 
 class Nothing(cassette.Context):
@@ -204,6 +207,70 @@ def test_tracebacks_caught_by_the_program_show_only_its_frames(ctx):
         return names
 
     expected = program()
+    assert cassette.overdub(ctx, program) == expected
+
+
+# test_exceptions.testSettingException (3.11): a C function raised a class
+# whose __init__ fails; 3.11 instantiates it lazily, when the program's
+# frame catches it, and keeps the traceback it had only if the failure
+# brings none.  The failure left the routed __init__ through the core and
+# carried the core's entries, so the program's entry was lost.  The class:
+# exceptions leaving Python code the interpreter calls from C (instantiation
+# from C, sort keys, comparisons, property getters, iteration) carry the
+# traceback a plain call gives.
+def test_exceptions_from_code_called_from_c_keep_their_tracebacks(ctx):
+    import traceback
+    _testcapi = pytest.importorskip("_testcapi")
+
+    class BadInit(Exception):
+        def __init__(self):
+            raise RuntimeError("init")
+
+    class Compared:
+        def __eq__(self, other):
+            raise KeyError("eq")
+
+    class Getter:
+        @property
+        def value(self):
+            raise AttributeError("getter")
+
+    class Counting:
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            raise ValueError("next")
+
+    def key(item):
+        raise LookupError("key")
+
+    cases = [
+        lambda: _testcapi.raise_exception(BadInit, 1),   # __init__ of the wrong arity
+        lambda: sorted([2, 1], key=key),
+        lambda: Compared() in [1],
+        lambda: getattr(Getter(), "value"),
+        lambda: list(Counting()),
+        lambda: BadInit(1),
+    ]
+    # __init__ raising when 3.11 instantiates lazily: the pure runtime's
+    # frames catch and re-raise what passes through them (to drop their own
+    # traceback entries), which instantiates it early (docs/overdub.md).
+    if not (PURE and sys.version_info < (3, 12)):
+        cases.append(lambda: _testcapi.raise_exception(BadInit, 0))
+
+    def program():
+        seen = []
+        for case in cases:
+            try:
+                case()
+            except Exception as e:
+                seen.append((type(e).__name__,
+                             [(f.name, f.lineno) for f in traceback.extract_tb(e.__traceback__)]))
+        return seen
+
+    expected = program()
+    assert len(expected) == len(cases) and all(frames for _, frames in expected), expected
     assert cassette.overdub(ctx, program) == expected
 
 
