@@ -19,6 +19,7 @@ from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 import functools
 import operator
+import sys
 import types
 
 from cassette import callables, dispatch, engine, routing
@@ -2442,6 +2443,10 @@ cassette_install_slot_entries(<void *>_operation_entry, <void *>_propagation_ent
 
 # -- routing (see the comment on cassette_trampoline) -----------------------
 
+# Interned, as the names of functions a ``def`` makes are: compared by identity.
+cdef object _GET_NAME = sys.intern("__get__")
+
+
 cdef object _redirect(object runtime, object func, PyObject **args, size_t nargsf,
                       PyObject *kwnames):
     """A routed function called by the interpreter on behalf of rewritten
@@ -2449,7 +2454,13 @@ cdef object _redirect(object runtime, object func, PyObject **args, size_t nargs
     target = (<Runtime>runtime)._resolve(func)
     if target is func:
         return cassette_plain_call(func, args, nargsf, kwnames)
-    return PyObject_Vectorcall(target, args, nargsf, kwnames)
+    result = PyObject_Vectorcall(target, args, nargsf, kwnames)
+    if (<PyFunctionObject *>func).func_name == <PyObject *>_GET_NAME:
+        # What a descriptor gives the interpreter it may call next (a
+        # special method's descriptor returning a closure).
+        cassette_route_one(result)
+    return result
+
 
 
 cdef tuple _ACTING_CODES = callables.acting_for_program_codes()

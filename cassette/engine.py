@@ -364,6 +364,8 @@ def build_class(runtime, func, name, /, *bases, **kwds):
     try:
         if type(func) is types.FunctionType and not callables.is_library_code(func.__code__):
             func = runtime.rewritten(func)
+        for value in kwds.values():
+            routing.route_argument(value)       # a metaclass that is a function
         cls = _build_class(func, name, *bases, **kwds)
         if callables.is_class(cls):
             routing.route_class(cls)

@@ -377,8 +377,48 @@ def machinery_dataclasses_and_enums():
                  Perm["W"], Perm(5) in Perm(7)))
 
 
+def machinery_descriptor_results_and_metaclass_functions():
+    class Descriptor:
+        """A special method's descriptor: the interpreter calls what its
+        ``__get__`` returns, a closure made in the run."""
+
+        def __init__(self):
+            self.calls = 0
+
+        def __get__(self, obj, owner=None):
+            def special(*args):
+                self.calls += 1
+                if args and args[0] == "missing":
+                    raise AttributeError(args[0])
+                return len(args)
+            return special
+
+    descriptor = Descriptor()
+
+    class Guarded:
+        __getattr__ = descriptor
+        __call__ = descriptor
+        __len__ = descriptor
+
+    guarded = Guarded()
+    results = [getattr(guarded, "present"), guarded(1, 2), len(guarded),
+               hasattr(guarded, "missing")]
+
+    made = []
+
+    def metaclass(name, bases, namespace, **keywords):
+        made.append((name, sorted(keywords)))
+        return name.upper()
+
+    class Shape(metaclass=metaclass, sides=4):
+        pass
+
+    return results, descriptor.calls, Shape, made
+
+
 CALLED_FROM_C = [lru_cache_program, numpy_program, machinery_generators, machinery_codecs,
-                 machinery_unraisable, machinery_dataclasses_and_enums]
+                 machinery_unraisable, machinery_dataclasses_and_enums,
+                 machinery_descriptor_results_and_metaclass_functions]
 
 
 @pytest.mark.parametrize("program", CALLED_FROM_C, ids=[p.__name__ for p in CALLED_FROM_C])
