@@ -147,16 +147,22 @@ cdef extern from *:
 cdef extern from *:
     """
     /* A hooked call runs its body from C, and entering the interpreter from
-       C costs recursion budget that a plain Python-to-Python call does not
-       (3.11 counts it against the Python limit, 3.12 against a small C
-       limit; 3.13 against a limit large enough for both).  Crediting those
-       counts back while the body runs gives overdubbed code the recursion
-       depth the program has plainly.  The interpreter's own frame counting
-       is untouched, so runaway recursion still raises RecursionError. */
+       C costs recursion budget that a plain Python-to-Python call does not.
+       Hooked objects are called by vectorcall, which costs nothing (see
+       cassette_enable_vectorcall); what is left: 3.12 counts the entry
+       against its small C limit, which this credits back while the body
+       runs, so overdubbed code has the recursion depth the program has
+       plainly.  3.11 counts only the body's frame, as for a plain call;
+       3.13 counts the entry (2 units) against a C limit large enough for
+       both, and that limit is what keeps the C stack from overflowing, so
+       nothing is credited there.  Frame counting is untouched: runaway
+       recursion still raises RecursionError.  The credit must never exceed
+       what the call path costs, or a level would cost nothing and runaway
+       recursion would overflow the C stack instead. */
     #if PY_VERSION_HEX < 0x030C0000
-    #define CASSETTE_RECURSION_CREDIT 1   /* measured: hooked depth 993 vs 997 plain */
+    #define CASSETTE_RECURSION_CREDIT 0
     #elif PY_VERSION_HEX < 0x030D0000
-    #define CASSETTE_RECURSION_CREDIT 2   /* measured: hooked depth 995 vs 997 plain */
+    #define CASSETTE_RECURSION_CREDIT 1
     #else
     #define CASSETTE_RECURSION_CREDIT 0
     #endif
@@ -165,6 +171,19 @@ cdef extern from *:
         PyThreadState_Get()->recursion_remaining += sign * CASSETTE_RECURSION_CREDIT;
     #elif PY_VERSION_HEX < 0x030D0000
         PyThreadState_Get()->c_recursion_remaining += sign * CASSETTE_RECURSION_CREDIT;
+    #else
+        (void)sign;
+    #endif
+    }
+
+    /* 3.11 counts a call of a method of the runtime (a method descriptor)
+       against the Python recursion limit; the methods that run program
+       code before they return (`with`'s __enter__, a loop's next step)
+       credit it back meanwhile, as a plain `with` or `for` costs nothing.
+       Later releases count it against the C limit only. */
+    static inline void cassette_method_credit(int sign) {
+    #if PY_VERSION_HEX < 0x030C0000
+        PyThreadState_Get()->recursion_remaining += sign;
     #else
         (void)sign;
     #endif
@@ -183,6 +202,7 @@ cdef extern from *:
     }
     """
     object cassette_credited_call(object f, object args, object kwargs)
+    void cassette_method_credit(int sign)
 
 cdef extern from *:
     """
@@ -580,6 +600,20 @@ cdef extern from *:
         return 0;
     }
 
+    /* Give a class of this module a vectorcall entry: instances keep the
+       function at `offset` (NULL: the class's tp_call is used).  A
+       callable object called through tp_call costs the interpreter a
+       recursion level per call (3.11: of the Python limit; 3.12+: of the C
+       limit, which 3.13 also spends on every frame the interpreter enters
+       from C); one called through vectorcall costs none, as a Python
+       function inlined by the interpreter costs none. */
+    static void cassette_enable_vectorcall(PyObject *type, Py_ssize_t offset) {
+        PyTypeObject *tp = (PyTypeObject *)type;
+        tp->tp_vectorcall_offset = offset;
+        tp->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+        PyType_Modified(tp);
+    }
+
     /* A primitive as rewritten code calls it: arguments routed, then the
        call, its result routed when it is a class just made (type(name,
        bases, namespace), namedtuple ...). */
@@ -746,6 +780,7 @@ cdef extern from *:
     object cassette_handler_being_called()
     bint cassette_is_barrier(object frame)
     object cassette_primitive_new(object target)
+    void cassette_enable_vectorcall(object type, Py_ssize_t offset)
     object cassette_primitive_named(object target, object named)
     void cassette_install_slot_entries(void *operation, void *propagation)
     object cassette_operation_slot(object site)
@@ -1338,6 +1373,13 @@ cdef class Runtime:
 
     def next_step(self, iterator):
         """One step of a ``for`` loop: the next value or EXHAUSTED."""
+        cassette_method_credit(1)
+        try:
+            return self._next_step(iterator)
+        finally:
+            cassette_method_credit(-1)
+
+    cdef object _next_step(self, iterator):
         cdef OperationSite site = self._next_site
         if site is None:
             site = self._next_site = OperationSite(self, "next")
@@ -1350,12 +1392,20 @@ cdef class Runtime:
 
     def enter(self, manager):
         """``with manager``: ``(value of __enter__, exit callable)``."""
-        return self._enter(manager, "__enter__", "__exit__", engine.native_with_error)
+        cassette_method_credit(1)
+        try:
+            return self._enter(manager, "__enter__", "__exit__", engine.native_with_error)
+        finally:
+            cassette_method_credit(-1)
 
     def async_enter(self, manager):
         """``async with manager``: ``(awaitable of __aenter__, exit callable)``."""
-        return self._enter(manager, "__aenter__", "__aexit__",
-                           engine.native_async_with_error)
+        cassette_method_credit(1)
+        try:
+            return self._enter(manager, "__aenter__", "__aexit__",
+                               engine.native_async_with_error)
+        finally:
+            cassette_method_credit(-1)
 
     cdef tuple _enter(self, manager, enter_name, exit_name, native_error):
         tp = type(manager)
@@ -2112,9 +2162,30 @@ cdef class NotOverdubbed:
         return f"<not overdubbed {self.callee!r}>"
 
 
+cdef tuple _positional(PyObject **args, Py_ssize_t nargs):
+    """The positional arguments of a vectorcall, as a tuple."""
+    cdef tuple positional = PyTuple_New(nargs)
+    cdef Py_ssize_t i
+    for i in range(nargs):
+        Py_INCREF(<object>args[i])
+        PyTuple_SET_ITEM(positional, i, <object>args[i])
+    return positional
+
+
+cdef dict _keywords(PyObject **args, Py_ssize_t nargs, PyObject *kwnames):
+    """The keyword arguments of a vectorcall, as a new dict."""
+    cdef dict keywords = {}
+    cdef Py_ssize_t i
+    if kwnames is not NULL:
+        for i in range(len(<tuple>kwnames)):
+            keywords[(<tuple>kwnames)[i]] = <object>args[nargs + i]
+    return keywords
+
+
 cdef class Hooked:
     """A callee with handlers: calling it runs the protocol of SPEC §3.2."""
 
+    cdef void *vectorcall      # see cassette_enable_vectorcall
     cdef Runtime runtime
     cdef readonly object callee
     cdef object body
@@ -2125,6 +2196,7 @@ cdef class Hooked:
         self.callee = callee
         self.body = body
         self.protocol = Protocol(plan)
+        self.vectorcall = <void *>_hooked_vectorcall
 
     def __call__(self, *args, **kwargs):
         return self.protocol.run(self.runtime, self.callee, self.body,
@@ -2146,18 +2218,31 @@ cdef class Hooked:
         return str(self.callee)
 
 
+cdef object _hooked_vectorcall(object hooked, PyObject **args, size_t nargsf,
+                               PyObject *kwnames):
+    cdef Hooked self = <Hooked>hooked
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
+    return self.protocol.run(self.runtime, self.callee, self.body, self.callee,
+                             _positional(args, nargs), _keywords(args, nargs, kwnames))
+
+
 cdef class Instantiation:
     """``type.__call__(cls, …)`` with ``__new__`` and ``__init__`` each an
     operation: the same steps as :func:`cassette.engine.instantiate`."""
 
+    cdef void *vectorcall      # see cassette_enable_vectorcall
     cdef Runtime runtime
     cdef object cls
 
     def __init__(self, Runtime runtime, cls):
         self.runtime = runtime
         self.cls = cls
+        self.vectorcall = <void *>_instantiation_vectorcall
 
     def __call__(self, *args, **kwargs):
+        return self.call(args, kwargs)
+
+    cdef object call(self, tuple args, dict kwargs):
         cls = self.cls
         obj = _call_tuple(self.runtime.resolve(cls.__new__), (cls,) + args, kwargs)
         # PyObject_TypeCheck, as type.__call__: no __instancecheck__, no __class__.
@@ -2170,9 +2255,19 @@ cdef class Instantiation:
         return obj
 
 
+cdef object _instantiation_vectorcall(object instantiation, PyObject **args, size_t nargsf,
+                                      PyObject *kwnames):
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
+    return (<Instantiation>instantiation).call(_positional(args, nargs),
+                                               _keywords(args, nargs, kwnames))
+
+
+
+
 cdef class Exit:
     """The ``__exit__`` callable a rewritten ``with`` pushes."""
 
+    cdef void *vectorcall      # see cassette_enable_vectorcall
     cdef Runtime runtime
     cdef object method, manager
 
@@ -2180,10 +2275,36 @@ cdef class Exit:
         self.runtime = runtime
         self.method = method
         self.manager = manager
+        self.vectorcall = <void *>_exit_vectorcall
 
     def __call__(self, exc_type, exc_value, traceback):
         return self.runtime.call_special(
             self.method, self.manager, exc_type, exc_value, traceback)
+
+
+cdef object _exit_vectorcall(object exit_, PyObject **args, size_t nargsf, PyObject *kwnames):
+    cdef Exit self = <Exit>exit_
+    if kwnames is not NULL or PyVectorcall_NARGS(nargsf) != 3:
+        return self(*_positional(args, PyVectorcall_NARGS(nargsf)),
+                    **_keywords(args, PyVectorcall_NARGS(nargsf), kwnames))
+    return self.runtime.call_special(self.method, self.manager, <object>args[0],
+                                     <object>args[1], <object>args[2])
+
+
+cdef void _enable_vectorcalls():
+    """Hooked, Instantiation and Exit objects are called by vectorcall (see
+    cassette_enable_vectorcall): their ``vectorcall`` field's offset."""
+    cdef Hooked hooked = Hooked.__new__(Hooked)
+    cdef Instantiation instantiation = Instantiation.__new__(Instantiation)
+    cdef Exit exit_ = Exit.__new__(Exit)
+    cassette_enable_vectorcall(
+        Hooked, <char *>&hooked.vectorcall - <char *><PyObject *>hooked)
+    cassette_enable_vectorcall(
+        Instantiation, <char *>&instantiation.vectorcall - <char *><PyObject *>instantiation)
+    cassette_enable_vectorcall(Exit, <char *>&exit_.vectorcall - <char *><PyObject *>exit_)
+
+
+_enable_vectorcalls()
 
 
 cdef class NestedOverdub:

@@ -9,6 +9,7 @@ import traceback
 import pytest
 
 import cassette
+import cassette.entry
 from overdub_support import Recorder, callees, record
 
 
@@ -97,6 +98,118 @@ def test_infinite_recursion_raises_recursion_error_and_the_context_recovers():
     with pytest.raises(RecursionError):
         cassette.overdub(ctx, forever, 0)
     assert cassette.overdub(ctx, depth, 50) == 50
+
+
+RUNAWAY = r"""
+import contextlib, functools, json, sys
+import cassette
+
+class Nothing(cassette.Context):
+    pass
+
+class Counting(cassette.Context):
+    def prehook(self, f, *args, **kwargs):
+        self.metadata[0] += 1
+
+class Manager:
+    def __init__(self, n):
+        self.n = n
+    def __enter__(self):
+        return through_with(self.n + 1)
+    def __exit__(self, *exc):
+        return False
+
+class Built:
+    def __init__(self, n):
+        through_init(n + 1)
+
+class Added:
+    def __init__(self, n):
+        self.n = n
+    def __add__(self, other):
+        return through_operator(self.n + 1)
+
+@contextlib.contextmanager
+def managed(n):
+    through_generator_manager(n + 1)
+    yield
+
+@functools.lru_cache(maxsize=None)
+def through_lru(n):
+    return through_lru(n + 1)
+
+def through_call(n): return through_call(n + 1)
+def through_with(n):
+    with Manager(n):
+        pass
+def through_init(n): Built(n)
+def through_operator(n): return Added(n) + 1
+def through_generator_manager(n):
+    with managed(n):
+        pass
+def through_sort_key(n): return sorted([2, 1], key=lambda x: through_sort_key(n + 1))
+def through_loop(n):
+    for _ in (through_loop(n + 1) for _ in [1]):
+        pass
+def through_except(n):
+    try:
+        1 / 0
+    except ZeroDivisionError:
+        through_except(n + 1)
+
+PROGRAMS = [through_call, through_with, through_init, through_operator, through_lru,
+            through_generator_manager, through_sort_key, through_loop, through_except]
+
+def depth_reached(program):
+    getattr(program, "cache_clear", lambda: None)()
+    code = getattr(program, "__wrapped__", program).__code__
+    try:
+        program(0)
+    except RecursionError as error:
+        tb, levels = error.__traceback__, 0
+        while tb is not None:
+            levels += tb.tb_frame.f_code.co_name == code.co_name
+            tb = tb.tb_next
+        return levels
+    raise AssertionError(f"{program.__name__} returned")
+
+def all_depths():
+    return [depth_reached(program) for program in PROGRAMS]
+
+sys.setrecursionlimit(int(sys.argv[1]))
+plain = all_depths()
+for ctx in (Nothing(), Counting(metadata=[0]), cassette.enabletagging(Nothing(), all_depths)):
+    print("ROW", json.dumps([plain, cassette.overdub(ctx, all_depths)]), flush=True)
+    assert cassette.overdub(ctx, sum, [3, 4]) == 7       # the context recovers
+"""
+
+
+def test_runaway_recursion_raises_recursion_error_through_every_construct(tmp_path):
+    """Runaway recursion through each construct that makes cassette call
+    code from C (a hooked call, ``with``, instantiation, an operator, a C
+    wrapper, a generator, a sort key, a loop, an except clause) raises
+    RecursionError overdubbed as plainly, in a fresh interpreter (a crash
+    here is a C stack overflow: a recursion level that cost nothing), and
+    the usual constructs reach the depth they reach plainly."""
+    import json
+    import subprocess
+    script = tmp_path / "runaway.py"
+    script.write_text(RUNAWAY)
+    done = subprocess.run([sys.executable, str(script), "1000"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-2000:])
+    rows = [json.loads(line[4:]) for line in done.stdout.splitlines() if line.startswith("ROW ")]
+    assert len(rows) == 3, done.stdout
+    for row in rows:
+        plain, dubbed = row
+        assert all(level > 0 for level in plain + dubbed), row
+        # A plain call, a with block, a C wrapper, an except clause: the
+        # program's own depth, give or take the frames cassette's entry
+        # uses.  (The pure-Python runtime's own frames count against the
+        # recursion limit: docs/overdub.md.)
+        if cassette.entry.IMPLEMENTATION == "cython":
+            for index in (0, 1, 4, 8):
+                assert dubbed[index] >= plain[index] - 10, (index, row)
 
 
 # -- threads ---------------------------------------------------------------------------
