@@ -2042,23 +2042,36 @@ cdef class TaggedPrimitive:
         return f"<tagged primitive {self.callee!r}>"
 
 
+cdef tuple _positional(PyObject **args, Py_ssize_t nargs):
+    """The positional arguments of a vectorcall, as a tuple."""
+    cdef tuple positional = PyTuple_New(nargs)
+    cdef Py_ssize_t i
+    for i in range(nargs):
+        Py_INCREF(<object>args[i])
+        PyTuple_SET_ITEM(positional, i, <object>args[i])
+    return positional
+
+
+cdef dict _keywords(PyObject **args, Py_ssize_t nargs, PyObject *kwnames):
+    """The keyword arguments of a vectorcall, as a new dict."""
+    cdef dict keywords = {}
+    cdef Py_ssize_t i
+    if kwnames is not NULL:
+        for i in range(len(<tuple>kwnames)):
+            keywords[(<tuple>kwnames)[i]] = <object>args[nargs + i]
+    return keywords
+
+
 cdef object _tagged_vectorcall(object state, PyObject **args, size_t nargsf,
                                PyObject *kwnames):
     """A Primitive wrapping a :class:`TaggedPrimitive` called (its arguments
     already routed): the fallback under tagging, with the call's arguments."""
     cdef TaggedPrimitive tagged = <TaggedPrimitive>state
     cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
-    cdef Py_ssize_t nkw = 0 if kwnames is NULL else len(<tuple>kwnames)
-    cdef Py_ssize_t i
-    positional = tuple(<object>args[i] for i in range(nargs))
-    keywords = None
-    if nkw:
-        keywords = {}
-        for i in range(nkw):
-            keywords[(<tuple>kwnames)[i]] = <object>args[nargs + i]
+    keywords = None if kwnames is NULL else _keywords(args, nargs, kwnames)
     cdef Runtime runtime = tagged.runtime
     return _call_tagged(runtime, tagged.propagation,
-                        tagged.primitive, positional, keywords)
+                        tagged.primitive, _positional(args, nargs), keywords)
 
 
 cassette_install_tagged_call(<void *>_tagged_vectorcall, TaggedPrimitive)
@@ -2169,26 +2182,6 @@ cdef class NotOverdubbed:
 
     def __repr__(self):
         return f"<not overdubbed {self.callee!r}>"
-
-
-cdef tuple _positional(PyObject **args, Py_ssize_t nargs):
-    """The positional arguments of a vectorcall, as a tuple."""
-    cdef tuple positional = PyTuple_New(nargs)
-    cdef Py_ssize_t i
-    for i in range(nargs):
-        Py_INCREF(<object>args[i])
-        PyTuple_SET_ITEM(positional, i, <object>args[i])
-    return positional
-
-
-cdef dict _keywords(PyObject **args, Py_ssize_t nargs, PyObject *kwnames):
-    """The keyword arguments of a vectorcall, as a new dict."""
-    cdef dict keywords = {}
-    cdef Py_ssize_t i
-    if kwnames is not NULL:
-        for i in range(len(<tuple>kwnames)):
-            keywords[(<tuple>kwnames)[i]] = <object>args[nargs + i]
-    return keywords
 
 
 cdef class Hooked:
