@@ -146,47 +146,122 @@ cdef extern from *:
 
 cdef extern from *:
     """
-    /* A hooked call runs its body from C, and entering the interpreter from
-       C costs recursion budget that a plain Python-to-Python call does not.
-       Hooked objects are called by vectorcall, which costs nothing (see
-       cassette_enable_vectorcall); what is left: 3.12 counts the entry
-       against its small C limit, which this credits back while the body
-       runs, so overdubbed code has the recursion depth the program has
-       plainly.  3.11 counts only the body's frame, as for a plain call;
-       3.13 counts the entry (2 units) against a C limit large enough for
-       both, and that limit is what keeps the C stack from overflowing, so
-       nothing is credited there.  Frame counting is untouched: runaway
-       recursion still raises RecursionError.  The credit must never exceed
-       what the call path costs, or a level would cost nothing and runaway
-       recursion would overflow the C stack instead. */
+    /* Recursion budgets.  The interpreter counts Python frames (3.11: and
+       calls of C functions) against sys.getrecursionlimit(), and from 3.12
+       entries into C against a C limit that keeps the C stack from
+       overflowing.  Cassette's own work and its calls into the program may
+       cost levels a plain run does not spend; the credits below give those
+       back while the call runs, so overdubbed code reaches the depth it
+       reaches plainly.  A credit never exceeds what the path costs: a level
+       that cost nothing would let runaway recursion overflow the C stack
+       instead of raising RecursionError (tests/test_overdub_faithfulness.py
+       runs away through every construct). */
+
+    /* count more Python frames for the running thread (fewer, when
+       negative).  Unlike raising the limit, this never fails, even when
+       the frames are taken back at a depth above the program's limit, and
+       other threads keep their budgets. */
+    static inline void cassette_credit_python_frames(int count) {
     #if PY_VERSION_HEX < 0x030C0000
-    #define CASSETTE_RECURSION_CREDIT 0
-    #elif PY_VERSION_HEX < 0x030D0000
-    #define CASSETTE_RECURSION_CREDIT 1
+        PyThreadState_Get()->recursion_remaining += count;
     #else
-    #define CASSETTE_RECURSION_CREDIT 0
-    #endif
-    static inline void cassette_recursion_credit(int sign) {
-    #if PY_VERSION_HEX < 0x030C0000
-        PyThreadState_Get()->recursion_remaining += sign * CASSETTE_RECURSION_CREDIT;
-    #elif PY_VERSION_HEX < 0x030D0000
-        PyThreadState_Get()->c_recursion_remaining += sign * CASSETTE_RECURSION_CREDIT;
-    #else
-        (void)sign;
+        PyThreadState_Get()->py_recursion_remaining += count;
     #endif
     }
 
-    /* 3.11 counts a call of a method of the runtime (a method descriptor)
-       against the Python recursion limit; the methods that run program
-       code before they return (`with`'s __enter__, a loop's next step)
-       credit it back meanwhile, as a plain `with` or `for` costs nothing.
-       Later releases count it against the C limit only. */
-    static inline void cassette_method_credit(int sign) {
+    /* For cassette's own work (rewriting a code object, a lookup, routing a
+       class), which must not spend the program's budget: it may run where
+       the program, plainly, needs no frame at all. */
+    static inline void cassette_lend_frames(int count) {
+        cassette_credit_python_frames(count);
+    }
+
+    /* A handler's own frame is cassette's, not the program's: a Python
+       function called as a handler is credited the frame it costs (what it
+       calls counts as usual), so that a program at its recursion limit can
+       still be hooked there.  A handler that re-enters the program (an
+       `execute` calling overdub) still pays for every level the program
+       adds.  Returns the credit, to be taken back with the negative. */
+    static inline int cassette_handler_credit(PyObject *handler) {
+        int credit = PyFunction_Check(handler);
+        cassette_credit_python_frames(credit);
+        return credit;
+    }
+
+    /* The counter of calls of C functions: 3.11's only one, 3.12's C
+       limit.  3.13 counts entries into the interpreter instead (below). */
+    static inline void cassette_credit_c_calls(int count) {
     #if PY_VERSION_HEX < 0x030C0000
-        PyThreadState_Get()->recursion_remaining += sign;
+        PyThreadState_Get()->recursion_remaining += count;
+    #elif PY_VERSION_HEX < 0x030D0000
+        PyThreadState_Get()->c_recursion_remaining += count;
     #else
-        (void)sign;
+        (void)count;
     #endif
+    }
+
+    /* 3.11 and 3.12 count a call of a C function, except where the
+       program's own call site is specialized to call it directly: a
+       fast-call builtin (`next(gen)`, `sorted(xs, key=f)`), `len`, or a
+       fast-call method descriptor called without keywords (`d.get(k)`,
+       `xs.sort()`).  Called by cassette, those are credited the call,
+       so that they cost what they cost plainly; the others (`abs`, `repr`,
+       `xs.sort(key=f)`) cost it either way.  Returns the credit, to be
+       taken back with cassette_credit_c_calls(-credit). */
+    static PyObject *cassette_builtin_len = NULL;
+    static inline int cassette_builtin_credit(PyObject *target, PyObject *kwnames) {
+    #if PY_VERSION_HEX < 0x030D0000
+        int credit = 0;
+        if (PyCFunction_Check(target))
+            credit = (PyCFunction_GET_FLAGS(target) & METH_FASTCALL) != 0
+                     || target == cassette_builtin_len;
+        else if (Py_IS_TYPE(target, &PyMethodDescr_Type))
+            credit = kwnames == NULL
+                     && (((PyMethodDescrObject *)target)->d_method->ml_flags & METH_FASTCALL);
+        cassette_credit_c_calls(credit);
+        return credit;
+    #else
+        (void)target; (void)kwnames;
+        return 0;
+    #endif
+    }
+    static void cassette_note_builtin_len(PyObject *len) {
+        Py_XINCREF(len);
+        cassette_builtin_len = len;
+    }
+
+    /* A hooked call runs its body from C (by vectorcall: no level of its
+       own, see cassette_enable_vectorcall).  A builtin body is credited as
+       above.  3.12 counts the entry into the interpreter of a Python body
+       against its small C limit (1500), where a plain Python-to-Python call
+       is inlined and counts nothing: credited while the body runs.  3.13
+       counts it (2 units) against a C limit large enough for both, and that
+       limit is what keeps the C stack from overflowing: nothing is
+       credited there.  3.11 counts only the body's frame, as a plain call
+       does. */
+    static inline int cassette_body_credit(PyObject *body, PyObject *kwargs) {
+        if (PyCFunction_Check(body) || Py_IS_TYPE(body, &PyMethodDescr_Type))
+            return cassette_builtin_credit(body, kwargs);
+    #if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+        cassette_credit_c_calls(1);
+        return 1;
+    #else
+        return 0;
+    #endif
+    }
+
+    /* f(*args, **kwargs) for a primitive f (a builtin, an operator's
+       implementation) that cassette calls for the program, by vectorcall,
+       with the credit of cassette_builtin_credit. */
+    static inline PyObject *cassette_primitive_call_tuple(PyObject *f, PyObject *args,
+                                                          PyObject *kwargs) {
+        if (kwargs == Py_None || (kwargs != NULL && PyDict_GET_SIZE(kwargs) == 0))
+            kwargs = NULL;
+        int credit = cassette_builtin_credit(f, kwargs);
+        PyObject *result = PyObject_VectorcallDict(
+            f, ((PyTupleObject *)args)->ob_item, PyTuple_GET_SIZE(args), kwargs);
+        cassette_credit_c_calls(-credit);
+        return result;
     }
 
     /* f(*args, **kwargs) with the recursion credit of a body's call, and
@@ -195,14 +270,19 @@ cdef extern from *:
        traceback depends on when an instantiation that fails happens). */
     static inline PyObject *cassette_credited_call(PyObject *f, PyObject *args,
                                                    PyObject *kwargs) {
-        cassette_recursion_credit(1);
-        PyObject *result = PyObject_Call(f, args, kwargs == Py_None ? NULL : kwargs);
-        cassette_recursion_credit(-1);
+        if (kwargs == Py_None) kwargs = NULL;
+        int credit = cassette_body_credit(f, kwargs);
+        PyObject *result = PyObject_Call(f, args, kwargs);
+        cassette_credit_c_calls(-credit);
         return result;
     }
     """
     object cassette_credited_call(object f, object args, object kwargs)
-    void cassette_method_credit(int sign)
+    object cassette_primitive_call_tuple(object f, tuple args, object kwargs)
+    void cassette_lend_frames(int count)
+    void cassette_credit_python_frames(int count)
+    int cassette_handler_credit(object handler)
+    void cassette_note_builtin_len(object len)
 
 cdef extern from *:
     """
@@ -630,6 +710,7 @@ cdef extern from *:
                                              PyObject *) = NULL;
     static PyTypeObject *cassette_tagged_primitive_type = NULL;
 
+
     static void cassette_install_tagged_call(void *call, PyObject *type) {
         cassette_tagged_call = (PyObject *(*)(PyObject *, PyObject *const *, size_t,
                                               PyObject *))call;
@@ -643,17 +724,9 @@ cdef extern from *:
         PyObject *target = ((CassettePrimitive *)self)->target;
         if (Py_TYPE(target) == cassette_tagged_primitive_type)
             return cassette_tagged_call(target, args, nargsf, kwnames);
-    #if PY_VERSION_HEX < 0x030C0000
-        /* 3.11 counts a call of a builtin against the Python recursion
-           limit, except where it specializes the call site, as it does in
-           the program's own code (`next(gen)`): credited back while it runs. */
-        int credit = PyCFunction_Check(target);
-        PyThreadState_Get()->recursion_remaining += credit;
+        int credit = cassette_builtin_credit(target, kwnames);
         PyObject *result = PyObject_Vectorcall(target, args, nargsf, kwnames);
-        PyThreadState_Get()->recursion_remaining -= credit;
-    #else
-        PyObject *result = PyObject_Vectorcall(target, args, nargsf, kwnames);
-    #endif
+        cassette_credit_c_calls(-credit);
         if (result != NULL && PyType_Check(result)
                 && (((PyTypeObject *)result)->tp_flags & Py_TPFLAGS_HEAPTYPE)
                 && !cassette_class_seen((PyTypeObject *)result)
@@ -838,6 +911,24 @@ cdef object _route_callee = routing.route_callee
 cdef object _operation_has_body = engine.operation_has_body
 
 cdef Py_ssize_t _generation = -1
+
+#: Frames lent to cassette's own Python helpers where the program may be at
+#: its recursion limit (see cassette_lend_frames).
+cdef int _LENT_FRAMES = 50
+
+
+cdef object _own(object helper, tuple args):
+    """``helper(*args)``: cassette's own Python work done for the program
+    (a lookup, a rewrite, routing a class), with frames lent for it.  The
+    program may be at its recursion limit where a plain run needs no frame
+    at all (a first call, a `with`, an exception handler): cassette's frames
+    must not fail there.  The helper must not run program code (which would
+    then get the lent frames too)."""
+    cassette_lend_frames(_LENT_FRAMES)
+    try:
+        return _call_tuple(helper, args, None)
+    finally:
+        cassette_lend_frames(-_LENT_FRAMES)
 
 #: Most entries each of a runtime's resolution caches holds before it is
 #: emptied (functions and classes can be made at run time).
@@ -1303,7 +1394,7 @@ cdef class Runtime:
                 return self._resolve_closure(f)
             entry = FunctionEntry()
             entry.record(f)
-            entry.target = engine.target(self, f)
+            entry.target = _own(engine.target, (self, f))
             self._keep(self._functions, f, entry)
             return entry.target
         if tp is MethodType:
@@ -1327,9 +1418,9 @@ cdef class Runtime:
                 if inner is callee:
                     return f
                 return PyMethod_New(inner, owner)
-        target = engine.target(self, f)
+        target = _own(engine.target, (self, f))
         if target is f and not _is_frame_sensitive(f):
-            _route_callee(f)
+            _own(_route_callee, (f,))
             target = cassette_primitive_new(f)
         if _is_stable(f):
             self._keep(self._resolved, f, target)
@@ -1348,7 +1439,7 @@ cdef class Runtime:
             entry = <FunctionEntry>found
             if PyWeakref_GetObject(entry.ref) is <PyObject *>f and entry.matches(f):
                 return entry.target
-        target = engine.target(self, f)
+        target = _own(engine.target, (self, f))
         if (self._retained and target is not f and type(target) is FunctionType
                 and target.__closure__ is f.__closure__):   # the rewritten body
             entry = FunctionEntry()
@@ -1382,11 +1473,7 @@ cdef class Runtime:
 
     def next_step(self, iterator):
         """One step of a ``for`` loop: the next value or EXHAUSTED."""
-        cassette_method_credit(1)
-        try:
-            return self._next_step(iterator)
-        finally:
-            cassette_method_credit(-1)
+        return self._next_step(iterator)
 
     cdef object _next_step(self, iterator):
         cdef OperationSite site = self._next_site
@@ -1401,34 +1488,28 @@ cdef class Runtime:
 
     def enter(self, manager):
         """``with manager``: ``(value of __enter__, exit callable)``."""
-        cassette_method_credit(1)
-        try:
-            return self._enter(manager, "__enter__", "__exit__", engine.native_with_error)
-        finally:
-            cassette_method_credit(-1)
+        return self._enter(manager, "__enter__", "__exit__", engine.native_with_error)
 
     def async_enter(self, manager):
         """``async with manager``: ``(awaitable of __aenter__, exit callable)``."""
-        cassette_method_credit(1)
-        try:
-            return self._enter(manager, "__aenter__", "__aexit__",
-                               engine.native_async_with_error)
-        finally:
-            cassette_method_credit(-1)
+        return self._enter(manager, "__aenter__", "__aexit__",
+                           engine.native_async_with_error)
 
     cdef tuple _enter(self, manager, enter_name, exit_name, native_error):
         tp = type(manager)
-        enter = _lookup(tp, enter_name)
-        exit_ = _lookup(tp, exit_name)
+        enter = _own(_lookup, (tp, enter_name))
+        exit_ = _own(_lookup, (tp, exit_name))
         if enter is None or exit_ is None:
             native_error(manager)
-        value = self.call_special(enter, manager)
+        value = self._call_special(enter, manager, ())
         return value, Exit(self, exit_, manager)
 
     def caught(self, exception):
         """At the entry of an exception handler of the program: the caught
-        exception's traceback loses the library's entries."""
-        _remove_library_entries(exception)
+        exception's traceback loses the library's entries — with frames lent
+        for it: a handler runs at the depth where the program's recursion
+        stopped, and it must not fail there for cassette's work."""
+        _own(_remove_library_entries, (exception,))
 
     def nooverdub(self, callee):
         """What a pass's ``cassette.ir.nooverdub(callee)`` constant becomes:
@@ -1442,11 +1523,17 @@ cdef class Runtime:
 
     def call_special(self, descriptor, obj, /, *args):
         """Call a special method found on ``type(obj)`` as an operation."""
+        return self._call_special(descriptor, obj, args)
+
+    cdef object _call_special(self, descriptor, obj, tuple args):
+        # By vectorcall: Cython's f(*args) enters the callee through its
+        # tp_call, which counts a recursion level the program's own `with`
+        # does not spend (3.11's Python limit, the C limit of 3.12+).
         if _is_method_descriptor(descriptor):
-            return self.resolve(descriptor)(obj, *args)
+            return _call_tuple(self._resolve(descriptor), (obj,) + args, None)
         if hasattr(type(descriptor), "__get__"):
             descriptor = descriptor.__get__(obj, type(obj))
-        return self.resolve(descriptor)(*args)
+        return _call_tuple(self._resolve(descriptor), args, None)
 
     # -- what engine.target builds with ------------------------------------
 
@@ -1470,7 +1557,7 @@ cdef class Runtime:
             entry = <FunctionEntry>found
             if entry.matches(function):
                 return entry.target
-        body = engine.rewritten_function(function, self)
+        body = _own(engine.rewritten_function, (function, self))
         if function.__closure__ is None:
             entry = FunctionEntry()
             entry.record(function)
@@ -1551,7 +1638,7 @@ cdef class Runtime:
 
     def instantiation(self, cls):
         """The body of calling class ``cls`` (as :func:`engine.instantiate`)."""
-        _route_class(cls)
+        _own(_route_class, (cls,))
         return Instantiation(self, cls)
 
     def hooked(self, callee, plan, body):
@@ -1595,13 +1682,16 @@ cdef class Runtime:
         written in C calls — are the handler's, not the program's."""
         cdef void *handler_before
         cdef void *barrier_before
+        cdef int credit
         if self.parent is not None:
             handler = self.parent.resolve(handler)
         handler_before = cassette_set_handler(<void *>handler)
         barrier_before = cassette_set_barrier(cassette_current_frame())
+        credit = cassette_handler_credit(handler)
         try:
             return _call_prefixed(handler, a, b, c, d, nprefix, args, kwargs)
         finally:
+            cassette_credit_python_frames(-credit)
             cassette_set_barrier(barrier_before)
             cassette_set_handler(handler_before)
 
@@ -1628,7 +1718,7 @@ cdef class Runtime:
             f = self.parent.resolve(f)
         if self._tagging:
             return _call_tagged(self, _propagator_of(callee), f, args, kwargs)
-        return _call_tuple(f, args, kwargs)
+        return cassette_primitive_call_tuple(f, args, kwargs)
 
 
 cdef object _TaggedBase = None
@@ -2008,7 +2098,7 @@ cdef object _call_tagged(Runtime runtime, tuple propagation, object f, tuple arg
             for arg in kwargs.values():
                 if _is_tagged(arg):
                     return propagate(ctx, f, args, kwargs)
-        return _call_tuple(f, args, kwargs)
+        return cassette_primitive_call_tuple(f, args, kwargs)
     n = len(args)
     untagged = None
     for i in range(n):
@@ -2021,7 +2111,7 @@ cdef object _call_tagged(Runtime runtime, tuple propagation, object f, tuple arg
         args = tuple(untagged)
     if kwargs:
         kwargs = {k: _untag_one(v, tag) for k, v in kwargs.items()}
-    return _call_tuple(f, args, kwargs)
+    return cassette_primitive_call_tuple(f, args, kwargs)
 
 
 cdef class TaggedPrimitive:
@@ -2075,6 +2165,7 @@ cdef object _tagged_vectorcall(object state, PyObject **args, size_t nargsf,
 
 
 cassette_install_tagged_call(<void *>_tagged_vectorcall, TaggedPrimitive)
+cassette_note_builtin_len(len)
 
 
 cdef dict _PROPAGATION_KINDS = {
@@ -2280,8 +2371,8 @@ cdef class Exit:
         self.vectorcall = <void *>_exit_vectorcall
 
     def __call__(self, exc_type, exc_value, traceback):
-        return self.runtime.call_special(
-            self.method, self.manager, exc_type, exc_value, traceback)
+        return self.runtime._call_special(
+            self.method, self.manager, (exc_type, exc_value, traceback))
 
 
 cdef object _exit_vectorcall(object exit_, PyObject **args, size_t nargsf, PyObject *kwnames):
@@ -2289,8 +2380,8 @@ cdef object _exit_vectorcall(object exit_, PyObject **args, size_t nargsf, PyObj
     if kwnames is not NULL or PyVectorcall_NARGS(nargsf) != 3:
         return self(*_positional(args, PyVectorcall_NARGS(nargsf)),
                     **_keywords(args, PyVectorcall_NARGS(nargsf), kwnames))
-    return self.runtime.call_special(self.method, self.manager, <object>args[0],
-                                     <object>args[1], <object>args[2])
+    return self.runtime._call_special(self.method, self.manager,
+                                      (<object>args[0], <object>args[1], <object>args[2]))
 
 
 cdef void _enable_vectorcalls():
@@ -2453,7 +2544,7 @@ cdef class OperationSite:
             if self.runtime.parent is not None:
                 out = self.runtime.parent.call(self.callee, *args)
             else:
-                out = self.implementation(*args)
+                out = cassette_primitive_call_tuple(self.implementation, args, None)
         else:
             out = self.protocol.run(self.runtime, self.callee, None,
                                     self.callee, args, None, self.name)

@@ -11,10 +11,12 @@ It installs the tools, all at once — a ``sys.monitoring`` tool counting
 does), a ``sys.settrace`` function tracing the lines of each code
 object's first frame, a
 ``sys.setprofile`` function — then runs the CPython oracle's modules and the
-real-library workloads overdubbed by a context that defines nothing,
-comparing with their plain runs, made before the tools were installed
-(the touching contexts' runs are the main oracles' business; a traced run
-is several times slower), and prints one JSON line: the regressions found
+real-library workloads overdubbed by a context that defines nothing — and
+the CPython modules once more under the oracle's touching context, whose
+catch-all prehook runs on every operation (the hooked path of the core:
+issue 16's ``test_descr`` crash was reported beside ``sys.monitoring``
+under such a context) — comparing with their plain runs, made before the
+tools were installed, and prints one JSON line: the regressions found
 and the events the tools saw.  ``none`` installs nothing (``coverage run`` is
 the tool then).
 """
@@ -76,10 +78,11 @@ def main(tools):
     for tool in tools:
         install(tool)
     lost = {}
-    for name, plain in plain_modules.items():
-        found = oracle.regressions(plain, oracle.run_module(name, oracle.Nothing()))
-        if found:
-            lost[name] = sorted(found)
+    for context in (oracle.Nothing, oracle.touching):
+        for name, plain in plain_modules.items():
+            found = oracle.regressions(plain, oracle.run_module(name, context()))
+            if found:
+                lost[f"{name} under {context.__name__}"] = sorted(found)
     for name, (_, function) in real.WORKLOADS.items():
         dubbed, _ = real.run_overdubbed(real.CONTEXTS["nothing"](), function)
         if dubbed != plain_workloads[name]:

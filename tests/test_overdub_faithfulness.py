@@ -1,6 +1,7 @@
 """SPEC §3.4 and §7: recursion depth, threads, errors, tracebacks, and
 programs that look at their own frame or rely on objects being freed."""
 
+import contextlib
 import gc
 import sys
 import threading
@@ -111,6 +112,11 @@ class Counting(cassette.Context):
     def prehook(self, f, *args, **kwargs):
         self.metadata[0] += 1
 
+class Reentering(cassette.Context):
+    # Each level of the program passes through a handler of its own.
+    def execute(self, f, *args, **kwargs):
+        return cassette.overdub(self, f, *args, **kwargs)
+
 class Manager:
     def __init__(self, n):
         self.n = n
@@ -178,7 +184,8 @@ def all_depths():
 
 sys.setrecursionlimit(int(sys.argv[1]))
 plain = all_depths()
-for ctx in (Nothing(), Counting(metadata=[0]), cassette.enabletagging(Nothing(), all_depths)):
+for ctx in (Nothing(), Counting(metadata=[0]), cassette.enabletagging(Nothing(), all_depths),
+            Reentering()):
     print("ROW", json.dumps([plain, cassette.overdub(ctx, all_depths)]), flush=True)
     assert cassette.overdub(ctx, sum, [3, 4]) == 7       # the context recovers
 """
@@ -187,10 +194,11 @@ for ctx in (Nothing(), Counting(metadata=[0]), cassette.enabletagging(Nothing(),
 def test_runaway_recursion_raises_recursion_error_through_every_construct(tmp_path):
     """Runaway recursion through each construct that makes cassette call
     code from C (a hooked call, ``with``, instantiation, an operator, a C
-    wrapper, a generator, a sort key, a loop, an except clause) raises
+    wrapper, a generator, a sort key, a loop, an except clause), also when
+    every level passes through a handler, raises
     RecursionError overdubbed as plainly, in a fresh interpreter (a crash
     here is a C stack overflow: a recursion level that cost nothing), and
-    the usual constructs reach the depth they reach plainly."""
+    reaches the depth it reaches plainly."""
     import json
     import subprocess
     script = tmp_path / "runaway.py"
@@ -199,17 +207,234 @@ def test_runaway_recursion_raises_recursion_error_through_every_construct(tmp_pa
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-2000:])
     rows = [json.loads(line[4:]) for line in done.stdout.splitlines() if line.startswith("ROW ")]
-    assert len(rows) == 3, done.stdout
-    for row in rows:
+    assert len(rows) == 4, done.stdout
+    for number, row in enumerate(rows):
         plain, dubbed = row
         assert all(level > 0 for level in plain + dubbed), row
-        # A plain call, a with block, a C wrapper, an except clause: the
-        # program's own depth, give or take the frames cassette's entry
-        # uses.  (The pure-Python runtime's own frames count against the
-        # recursion limit: docs/overdub.md.)
+        if number == 3:
+            continue        # a handler and an overdub per level: its own frames
+        # Through every construct, the program's own depth, give or take
+        # the frames cassette's entry uses, under each context.  (The
+        # pure-Python runtime's own frames count against the recursion
+        # limit: docs/overdub.md.)
         if cassette.entry.IMPLEMENTATION == "cython":
-            for index in (0, 1, 4, 8):
+            for index in range(len(plain)):
                 assert dubbed[index] >= plain[index] - 10, (index, row)
+
+
+def recursion_depth():
+    """The interpreter's recursion depth where this is called, as
+    ``sys.setrecursionlimit`` sees it: the lowest limit it accepts (the way
+    CPython's own tests find it).  Leaves the limit as it was."""
+    limit = sys.getrecursionlimit()
+    depth = 1
+    while True:
+        try:
+            sys.setrecursionlimit(depth)
+        except RecursionError:
+            depth += 1
+        else:
+            break
+    sys.setrecursionlimit(limit)
+    return depth
+
+
+class _Compared:
+    def __init__(self, tag, seen):
+        self.tag, self.seen = tag, seen
+
+    def __lt__(self, other):
+        self.seen[self.tag] = recursion_depth()
+        return False
+
+
+class _Protocols:
+    def __init__(self, seen):
+        self.seen = seen
+
+    def __len__(self):
+        self.seen["len(x)"] = recursion_depth()
+        return 1
+
+    def __abs__(self):
+        self.seen["abs(x)"] = recursion_depth()
+        return 1
+
+    def __next__(self):
+        self.seen["next(x)"] = recursion_depth()
+        return 1
+
+    def __hash__(self):
+        self.seen["d.get(x)"] = recursion_depth()
+        return 1
+
+    def __enter__(self):
+        self.seen["with: __enter__"] = recursion_depth()
+        return self
+
+    def __exit__(self, *exc):
+        self.seen["with: __exit__"] = recursion_depth()
+
+
+class _Missing(dict):
+    def __init__(self, seen):
+        self.seen = seen
+
+    def __missing__(self, key):
+        self.seen["d[k]: __missing__"] = recursion_depth()
+        return 1
+
+
+def _called_back(seen):
+    """Python code the interpreter or a builtin calls for the program, each
+    noting its depth relative to the program's frame."""
+    seen["program"] = recursion_depth()
+
+    def key(x):
+        seen["sorted(xs, key=f)"] = recursion_depth()
+        return x
+
+    def items():
+        seen["list(generator)"] = recursion_depth()
+        yield 1
+
+    @contextlib.contextmanager
+    def managed():
+        seen["with: contextmanager"] = recursion_depth()
+        yield
+
+    def handler():
+        try:
+            1 / 0
+        except ZeroDivisionError:
+            seen["except: handler"] = recursion_depth()
+
+    sorted([2, 1], key=key)
+    list(items())
+    x = _Protocols(seen)
+    len(x), abs(x), next(x), {}.get(x)
+    with x:
+        pass
+    with managed():
+        pass
+    handler()
+    [_Compared("xs.sort()", seen), _Compared("xs.sort()", seen)].sort()
+    [_Compared("sorted(xs)", seen), _Compared("sorted(xs)", seen)].sort(reverse=True)
+    max(_Compared("max(a, b)", seen), _Compared("max(a, b)", seen))
+    _Missing(seen)[0]
+    return {name: depth - seen["program"] for name, depth in seen.items()}
+
+
+class _PassingHook(cassette.Context):
+    def prehook(self, f, *args, **kwargs):
+        pass
+
+
+@pytest.mark.skipif(cassette.entry.IMPLEMENTATION != "cython",
+                    reason="the pure-Python runtime's own frames count against the "
+                           "recursion limit (docs/overdub.md, Recursion depth)")
+def test_code_called_for_the_program_runs_at_the_depth_it_runs_at_plainly():
+    """Each construct that has Python code called for the program — by a
+    builtin (a sort key, a generator consumed by list, __len__ behind
+    len, __hash__ behind dict.get, __lt__ behind sort and max), by the
+    interpreter (with, an except clause, __missing__) — reaches that code at
+    the same depth above the program's frame overdubbed as plainly, under a
+    context that defines nothing and one whose hook runs: a program that
+    sets its recursion limit just above where it is (as CPython's tests do)
+    behaves the same.  Compared once the interpreter has specialized the
+    code, as it does for any code that runs more than a few times."""
+    for _ in range(20):
+        plain = _called_back({})
+        nothing = cassette.overdub(cassette.Context(), _called_back, {})
+        hooked = cassette.overdub(_PassingHook(), _called_back, {})
+    assert len(plain) == 15
+    assert nothing == plain
+    assert hooked == plain
+
+
+def _chain(levels):
+    return 1 if levels == 0 else _chain(levels - 1)
+
+
+class _Managed:
+    def __enter__(self):
+        return _chain(3)
+
+    def __exit__(self, *exc):
+        return False
+
+
+@contextlib.contextmanager
+def _managed():
+    yield _chain(1)
+
+
+def _with_block():
+    with _Managed() as one:
+        return one
+
+
+def _with_contextmanager():
+    with _managed() as one:
+        return one
+
+
+def _except_clause():
+    try:
+        1 / 0
+    except ZeroDivisionError:
+        return _chain(4)
+
+
+def _sort_key():
+    return sorted([2, 1], key=lambda x: _chain(5) * x)[0]
+
+
+def _near_the_limit(headroom, fresh):
+    """Set the recursion limit ``headroom`` levels above the depth here, then
+    run constructs that take the program a few levels deeper, each its own
+    number of levels — among them the first call of ``fresh``, a function
+    no run has called — and say which of them ran."""
+    limit = sys.getrecursionlimit()
+    outcomes = []
+    try:
+        sys.setrecursionlimit(recursion_depth() + headroom)
+    except RecursionError:
+        return "limit refused"
+    try:
+        for construct in (fresh, _with_block, _with_contextmanager, _except_clause, _sort_key):
+            try:
+                outcomes.append(construct())
+            except RecursionError:
+                outcomes.append(None)
+        return outcomes
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _fresh_function():
+    namespace = {"_chain": _chain}
+    exec("def fresh():\n    return _chain(6)\n", namespace)
+    return namespace["fresh"]
+
+
+@pytest.mark.skipif(cassette.entry.IMPLEMENTATION != "cython",
+                    reason="the pure-Python runtime's own frames count against the "
+                           "recursion limit (docs/overdub.md, Recursion depth)")
+@pytest.mark.parametrize("context", [cassette.Context, _PassingHook],
+                         ids=["nothing", "hook"])
+def test_a_program_at_its_recursion_limit_behaves_as_plainly(context):
+    """A program a few levels below its recursion limit — where cassette
+    rewrites a function for the first time, looks up ``__enter__``, tidies
+    a caught exception, calls a hook — succeeds or meets RecursionError at
+    the same headroom overdubbed as plainly (cassette lends frames to its
+    own work, which cannot fail when they are given back)."""
+    for _ in range(10):     # the interpreter specializes code that runs often
+        plain = [_near_the_limit(headroom, _fresh_function()) for headroom in range(1, 12)]
+        dubbed = [cassette.overdub(context(), _near_the_limit, headroom, _fresh_function())
+                  for headroom in range(1, 12)]
+    assert plain[-1] == [1] * 5 and any(None in outcome for outcome in plain)
+    assert dubbed == plain
 
 
 # -- threads ---------------------------------------------------------------------------
