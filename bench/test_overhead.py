@@ -12,7 +12,7 @@ pytest-benchmark group, so their timings print side by side.  Variants:
                     (cassette proves it does nothing and never calls it, as
                     Cassette.jl's compiler inlines it away);
 ``counting-prehook`` a catch-all ``prehook`` that counts operations: every
-                    operation of SPEC §3.1 is intercepted and a Python hook
+                    operation of reference §3.1 is intercepted and a Python hook
                     runs for each;
 ``setprofile``      ``sys.setprofile`` with a Python callback counting calls;
 ``monitoring``      ``sys.monitoring`` (3.12+) counting PY_START and CALL

@@ -3,7 +3,9 @@
 A *context* is a class; ``cassette.overdub(ctx, f, *args)`` runs ``f`` with
 every call and operator inside it — and inside everything it calls — routed
 through the context's hooks (``prehook``, ``posthook``), overrides
-(``execute``, ``fallback``) and passes.  See ``docs/`` for the model.
+(``execute``, ``fallback``) and passes.  See ``docs/`` for the model;
+``docs/reference.md`` states the contract, which the code cites as
+"reference §N".
 """
 
 from .versions import SUPPORTED as _SUPPORTED  # raises ImportError elsewhere

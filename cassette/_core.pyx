@@ -351,7 +351,7 @@ cdef extern from *:
 
        The barrier: a handler written in Python runs in frames of its own,
        which are not rewritten, so what the interpreter calls for it stays
-       its own (SPEC 3.2).  A handler that is C code (a builtin such as
+       its own (reference §3.2).  A handler that is C code (a builtin such as
        print used as a hook) has no frame: while it runs, the frame that
        called it is the barrier, and calls made while it is the running
        frame are the handler's, not the program's. */
@@ -1066,7 +1066,7 @@ cdef class Protocol:
 
     cdef object run(self, Runtime runtime, object callee, object body,
                     object primitive, tuple args, dict kwargs, object operation=None):
-        """The protocol of one operation (SPEC §3.2).  ``operation``: the
+        """The protocol of one operation (reference §3.2).  ``operation``: the
         name of the operation a site runs, whose body is the primitive
         itself when Python code of the program implements it (decided only
         when it matters: a fallback handler or tagging would otherwise see
@@ -2276,7 +2276,7 @@ cdef class NotOverdubbed:
 
 
 cdef class Hooked:
-    """A callee with handlers: calling it runs the protocol of SPEC §3.2."""
+    """A callee with handlers: calling it runs the protocol of reference §3.2."""
 
     cdef void *vectorcall      # see cassette_enable_vectorcall
     cdef Runtime runtime

@@ -336,7 +336,7 @@ class Runtime:
         """Call ``f`` as an operation of this context."""
         return self.resolve(f)(*args, **kwargs)
 
-    # -- the protocol of one operation (SPEC §3.2) --------------------------
+    # -- the protocol of one operation (reference §3.2) --------------------------
 
     def invoke(self, handler, /, *args, **kwargs):
         """Call a handler; under a nested overdub the enclosing context
@@ -347,7 +347,7 @@ class Runtime:
 
     @callables.acts_for_program
     def operate(self, plan, callee, body, primitive, args, kwargs, operation=None):
-        """The protocol of one operation (SPEC §3.2); ``operation`` as in
+        """The protocol of one operation (reference §3.2); ``operation`` as in
         the core's ``Protocol.run``."""
         ctx = self.ctx
         selector = plan.prehook
@@ -415,7 +415,7 @@ _STRUCTURAL_SLOTS = {
 
 def hooked(runtime, callee, plan, body):
     """A callee with handlers: calling the returned function runs the
-    protocol of SPEC §3.2.  A plain function (not an object with
+    protocol of reference §3.2.  A plain function (not an object with
     ``__call__``) so that the interpreter calls it without re-entering
     itself from C, which would cost recursion budget."""
     operate = runtime.operate

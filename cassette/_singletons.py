@@ -1,6 +1,6 @@
 """Named singleton values: ``OverdubInstead``, ``NoMetaData``, ``NoMetaMeta``, ``ANY``.
 
-Contract (SPEC §2, §4):
+Contract (reference §2, §4):
 
 * Each singleton is the only object of its name: compare with ``is``.
   ``Singleton(name)`` for an existing name returns the existing object.

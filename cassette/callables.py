@@ -1,9 +1,9 @@
 """What kind of callable something is: the decisions both runtimes share.
 
-``split_bound`` says which callee hooks see for a call (SPEC §3.1: bound
+``split_bound`` says which callee hooks see for a call (reference §3.1: bound
 methods are reported as the function found on the class with the object
 first).  ``body_kind`` says whether cassette can run a callee's body
-overdubbed (SPEC §3.3) and how.
+overdubbed (reference §3.3) and how.
 """
 
 import builtins
@@ -289,7 +289,7 @@ _acting_for_program = {}       # code object -> None, in marking order
 
 def acts_for_program(function):
     """Mark one of the library's functions as acting for the program: it
-    is a body (SPEC §3.3) that calls the program's code on the program's
+    is a body (reference §3.3) that calls the program's code on the program's
     behalf — not machinery deciding what to do, nor a runner of handlers.
     Code the interpreter calls implicitly under such a function belongs to
     the program that called it (it is routed to that program's runtime and
@@ -315,7 +315,7 @@ def drop_library_entries(exception):
     the program calls into: the exception entered them last, so their
     entries (and those of library frames they called) lead the traceback,
     and a bare ``raise`` adds none.  The program then sees the traceback it
-    would see plainly (SPEC §3.4)."""
+    would see plainly (reference §3.4)."""
     exception.__traceback__ = library_entries_dropped(exception.__traceback__)
 
 

@@ -1,4 +1,4 @@
-"""Contexts (SPEC §2): the classes whose instances ``overdub`` runs code under.
+"""Contexts (reference §2): the classes whose instances ``overdub`` runs code under.
 
 Contract
 --------
@@ -28,7 +28,7 @@ Contract
   an override runs the default, never the override again.  They are not
   registered as handlers.
 * ``intercept`` (class attribute, a :class:`cassette.operations.Intercept`,
-  default ``Intercept.ALL``) narrows which rows of SPEC §3.1 are intercepted;
+  default ``Intercept.ALL``) narrows which rows of reference §3.1 are intercepted;
   changing it, ``metadatatype`` or ``__bases__`` on a class bumps the dispatch
   generation so rewritten code notices.
 * ``Ctx.metadatatype(T)`` (classmethod) says which metadata type values of

@@ -1,4 +1,4 @@
-"""Contextual dispatch (SPEC §4): the generic hooks and the engine's fast path.
+"""Contextual dispatch (reference §4): the generic hooks and the engine's fast path.
 
 Generic hooks
 -------------
@@ -249,7 +249,7 @@ def _at_least_as_narrow(a, b):
 def _matches(t, value, ctx):
     """Whether ``value`` matches argtype ``t``.  A class of tagged values
     (``cassette.Tagged``, ``cassette.Tagged[T]``) matches only values tagged
-    with respect to ``ctx`` (SPEC §4)."""
+    with respect to ``ctx`` (reference §4)."""
     if isinstance(t, type):
         if not isinstance(value, t):
             return False
@@ -702,7 +702,7 @@ class _PosthookGenericHook(GenericHook):
 
 #: Functions that see their arguments' tags even when a context with tagging
 #: runs them as primitives: the tagging API, which must see every context's
-#: tags (SPEC §6: in nested use, outer tags pass through the inner API).
+#: tags (reference §6: in nested use, outer tags pass through the inner API).
 SEES_TAGS = set()
 
 #: The base class of tagged values (``cassette.Tagged``) once the tagging
@@ -746,7 +746,7 @@ def _default_execute(ctx, f, /, *args, **kwargs):
 
 def tagging_fallback(ctx, callee, primitive, args, kwargs):
     """The default fallback for a context with tagging: run ``callee`` (by
-    calling ``primitive``) so that metadata propagates (SPEC §6).
+    calling ``primitive``) so that metadata propagates (reference §6).
 
     Placeholder until the propagation layer is loaded, which rebinds this
     module attribute: calls ``primitive`` with untagged arguments."""
@@ -778,7 +778,7 @@ TAGGING_SLOTS = {}
 
 def _default_fallback(ctx, f, /, *args, **kwargs):
     """Run a primitive: default ``f(*args, **kwargs)`` with arguments untagged
-    (under tagging, metadata propagates through it: SPEC §6)."""
+    (under tagging, metadata propagates through it: reference §6)."""
     if getattr(ctx, "tag", None) is not None:
         return tagging_fallback(ctx, f, f, args, kwargs)
     args, kwargs = _untag_arguments(ctx, args, kwargs)

@@ -33,7 +33,7 @@ _OPTIONAL_ROWS = (
 
 
 def check_arguments(ctx, f):
-    """The TypeErrors of SPEC §7 for ``overdub(ctx, f, …)``."""
+    """The TypeErrors of reference §7 for ``overdub(ctx, f, …)``."""
     if not getattr(type(ctx), "_cassette_context_class", False):
         raise TypeError(
             "overdub() needs a cassette.Context instance as its first argument, "
@@ -44,7 +44,7 @@ def check_arguments(ctx, f):
 
 
 def intercepted_rows(ctx_type):
-    """The rows of SPEC §3.1 whose sites must be rewritten for ``ctx_type``:
+    """The rows of reference §3.1 whose sites must be rewritten for ``ctx_type``:
     those the class does not narrow away and that some handler could match.
     Calls and ``with`` blocks are always rewritten: recursion happens at
     calls, and a ``with`` block calls ``__enter__``/``__exit__`` — left to
@@ -59,7 +59,7 @@ def intercepted_rows(ctx_type):
 
 
 #: The rows a tagging context needs rewritten whatever its handlers: metadata
-#: propagates through attributes, subscripts and iteration (SPEC §6).
+#: propagates through attributes, subscripts and iteration (reference §6).
 _TAGGING_ROWS = Intercept.ATTRIBUTES | Intercept.SUBSCRIPTS | Intercept.ITERATION
 
 
@@ -193,7 +193,7 @@ def target(runtime, f):
         if body is None:
             if runtime.ctx.tag is not None and callable(f) and not _sees_tags(f):
                 # Under tagging, primitives see primal values and metadata
-                # propagates through them (SPEC §6).
+                # propagates through them (reference §6).
                 callee = decision.callee
                 primitive = callee if runtime.parent is None else runtime.parent.resolve(callee)
                 result = runtime.tagged_primitive(callee, primitive)
@@ -556,7 +556,7 @@ def _implements(tp, names):
 
 
 def operation_has_body(name, args):
-    """SPEC §3.3: True when the operation ``name`` (of :mod:`operations`)
+    """reference §3.3: True when the operation ``name`` (of :mod:`operations`)
     on ``args`` (as hooks see them) runs Python code of the program — an
     operand's class implements it in Python (``__add__`` or the other
     operand's ``__radd__`` …), or, for attribute access, the class

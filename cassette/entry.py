@@ -1,11 +1,11 @@
-"""The entry points: ``overdub`` and ``canoverdub`` (SPEC §3).
+"""The entry points: ``overdub`` and ``canoverdub`` (reference §3).
 
 The runtime implementation is chosen here, once: the Cython core unless
 ``CASSETTE_PURE_PYTHON=1`` is set (or the core is not built).
 
 Tracebacks: an exception leaving ``overdub`` has the library's own frames
 removed from its traceback, so it shows the caller and the user's frames
-only (SPEC §3.4).  ``overdub`` is a small C function from the core for this
+only (reference §3.4).  ``overdub`` is a small C function from the core for this
 reason: a Python function cannot keep its own frame out of a traceback.
 """
 
@@ -105,5 +105,5 @@ def canoverdub(ctx, f, /, *args, **kwargs):
     return callables.body_kind(callee) is not None
 
 
-#: The operations of SPEC §3.1 by the identity of the callee hooks see.
+#: The operations of reference §3.1 by the identity of the callee hooks see.
 OPERATION_OF_CALLEE = {id(op.callee): op for op in OPERATIONS.values()}

@@ -1,4 +1,4 @@
-"""The library's own exceptions (SPEC §7).
+"""The library's own exceptions (reference §7).
 
 * :class:`CassetteError` is the base of every error cassette raises on its own
   account.  Misuse that Python itself would reject with ``TypeError``

@@ -1,4 +1,4 @@
-"""Counting escapes (SPEC §3.3).
+"""Counting escapes (reference §3.3).
 
 While ``overdub`` runs, every Python frame that executes on behalf of the
 overdubbed program must run rewritten code.  A frame of the program that

@@ -1,4 +1,4 @@
-"""Helpers for writing passes (SPEC §5): markers, Cassette's IR functions,
+"""Helpers for writing passes (reference §5): markers, Cassette's IR functions,
 and version-independent building blocks.
 
 A pass gets the ``bytecode.Bytecode`` of a function's original code — a list

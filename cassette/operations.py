@@ -1,11 +1,11 @@
-"""The operations of SPEC §3.1: what a hook sees for each piece of syntax.
+"""The operations of reference §3.1: what a hook sees for each piece of syntax.
 
 This module is the vocabulary shared by the bytecode layer (which finds the
 sites of these operations in code) and the runtimes (which route them through
 a context).  It knows nothing about bytecode or hooks.
 
 Every operation has a *name* (a short string such as ``"add"``), the *callee*
-that hooks see (``operator.add``), the *row* of SPEC §3.1 it belongs to (an
+that hooks see (``operator.add``), the *row* of reference §3.1 it belongs to (an
 :class:`Intercept` flag), and an *implementation*: the plain Python semantics
 that run when no handler replaces it.
 """
@@ -15,7 +15,7 @@ import operator
 
 
 class Intercept(enum.Flag):
-    """Which rows of SPEC §3.1 a context class intercepts.
+    """Which rows of reference §3.1 a context class intercepts.
 
     Set ``intercept`` on a context class to narrow it; the default is
     ``Intercept.ALL``.  Calls and ``with`` blocks are always intercepted,

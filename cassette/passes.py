@@ -1,4 +1,4 @@
-"""Passes: user bytecode transforms attached to a context (SPEC §5).
+"""Passes: user bytecode transforms attached to a context (reference §5).
 
 This module defines the value type and how the rewriting layer runs passes
 (:func:`run_passes`); the helpers pass authors build with are in

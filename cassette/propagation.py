@@ -1,4 +1,4 @@
-"""Propagation (SPEC §6): metadata that flows, without user code, through
+"""Propagation (reference §6): metadata that flows, without user code, through
 the containers, objects and module globals a tagged run touches.
 
 The model
@@ -18,7 +18,7 @@ ordinary value).  So:
   the caller of ``overdub`` only ever see primal values;
 * containers and objects keep per-component metadata from birth (a list
   built in the run, an object constructed in it) and so do containers the
-  run receives or finds in module globals (SPEC §6: their metadata lives in
+  run receives or finds in module globals (reference §6: their metadata lives in
   the bindings cache, the module holds primal values);
 * list operations that move elements without cassette seeing each move
   (``sort``, ``reverse``, slice assignment …) keep metadata by matching

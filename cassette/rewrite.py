@@ -125,7 +125,7 @@ TAGGING_KINDS = frozenset({
 
 
 def row_of(kind):
-    """The SPEC §3.1 row a site kind belongs to."""
+    """The reference §3.1 row a site kind belongs to."""
     row = _STRUCTURAL_ROWS.get(kind)
     return row if row is not None else OPERATIONS[kind].row
 

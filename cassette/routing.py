@@ -1,4 +1,4 @@
-"""Which Python functions are routed, and when (SPEC §3.3: coverage).
+"""Which Python functions are routed, and when (reference §3.3: coverage).
 
 Python runs much of a program's code implicitly: ``a + b`` calls a Python
 ``__add__``, ``sorted`` calls its ``key=``, a property runs its getter,

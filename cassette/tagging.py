@@ -1,4 +1,4 @@
-"""Tagging (SPEC §6): metadata that rides on values, w.r.t. one context.
+"""Tagging (reference §6): metadata that rides on values, w.r.t. one context.
 
 Contract
 --------

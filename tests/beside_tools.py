@@ -1,5 +1,5 @@
 """Overdubbing beside other tools: the oracles run while another tool
-watches the interpreter (SPEC §3.4: nothing a program does changes).
+watches the interpreter (reference §3.4: nothing a program does changes).
 
 Run as a script in a fresh interpreter (``tests/test_beside_other_tools.py``
 does, once per tool)::

@@ -1,6 +1,6 @@
 """The faithfulness oracle: CPython's own regression tests, plain vs overdubbed.
 
-SPEC §3.4 says that overdubbing with a context that defines nothing returns
+reference §3.4 says that overdubbing with a context that defines nothing returns
 exactly what the plain call returns, "for any Python program: the language's
 own tests pass under it".  This module checks that claim against modules of
 the ``test`` package that ships with the running interpreter.
@@ -37,7 +37,7 @@ regressions' tracebacks, ``--escapes`` to count escapes too,
 
     CASSETTE_PURE_PYTHON=1 PYTHONPATH=. python tests/cpython_oracle.py [-v] [--escapes] [--extended] [test.test_x ...]
 
-*Escapes* (SPEC §3.3) are counted with :func:`cassette.count_escapes`
+*Escapes* (reference §3.3) are counted with :func:`cassette.count_escapes`
 around the overdubbed run.  It makes runs several times slower, so the
 pytest suite counts them only for the modules it checks for zero escapes.
 """

@@ -1,4 +1,4 @@
-"""Shared helpers of the ``test_overdub_*`` behaviour tests (SPEC §3).
+"""Shared helpers of the ``test_overdub_*`` behaviour tests (reference §3).
 
 Not a test module: imported by the tests (pytest puts ``tests/`` on
 ``sys.path``).

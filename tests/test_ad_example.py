@@ -71,7 +71,7 @@ def test_the_function_itself_is_unchanged_and_constants_have_no_derivative():
     assert ad.tangent(3.0, ad.enabletagging(ad.ForwardAD(), cubic)) is ad.NO_TANGENT
 
 
-# -- derivatives through the program's data (SPEC §6 propagation) -------------------
+# -- derivatives through the program's data (reference §6 propagation) -------------------
 
 class Particle:
     def __init__(self, position, mass):

@@ -1,4 +1,4 @@
-"""SPEC §3.4 beside other tools: with a ``sys.monitoring`` tool or a
+"""reference §3.4 beside other tools: with a ``sys.monitoring`` tool or a
 ``sys.settrace`` function active (a ``sys.setprofile`` function is the
 escape counter, beside the oracles' runs already), and under
 ``coverage run``,

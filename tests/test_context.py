@@ -1,4 +1,4 @@
-"""Contexts (SPEC §2), singletons, passes and error classes."""
+"""Contexts (reference §2), singletons, passes and error classes."""
 
 import copy
 import pickle

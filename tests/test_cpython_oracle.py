@@ -1,4 +1,4 @@
-"""SPEC §3.4: CPython's own regression tests pass overdubbed.
+"""reference §3.4: CPython's own regression tests pass overdubbed.
 
 For each module of :data:`cpython_oracle.MODULES`, every test that passes
 plainly (in this process) must also pass with every test method overdubbed,
@@ -33,7 +33,7 @@ def test_plain_run_passes_something(module_name):
 @pytest.mark.parametrize("module_name", oracle.MODULES)
 def test_nothing_context(module_name):
     """Every test passes overdubbed and, with the Cython core, no frame of
-    any test escapes (SPEC §3.3; the pure-Python runtime has no routing)."""
+    any test escapes (reference §3.3; the pure-Python runtime has no routing)."""
     plain = plain_outcome(module_name)
     dubbed = oracle.run_module(module_name, oracle.Nothing(), count_escapes=True)
     lost = oracle.regressions(plain, dubbed)
@@ -54,7 +54,7 @@ def test_touching_context(module_name):
 
 @pytest.mark.parametrize("module_name", oracle.MODULES)
 def test_tagging_context(module_name):
-    """SPEC §6: tagging machinery (propagation sites, the tagging fallback)
+    """reference §6: tagging machinery (propagation sites, the tagging fallback)
     changes nothing a program does when nothing is tagged."""
     plain = plain_outcome(module_name)
     dubbed = oracle.run_module(module_name, oracle.tagging())

@@ -1,4 +1,4 @@
-"""Contextual dispatch (SPEC §4): registration, specificity, callee
+"""Contextual dispatch (reference §4): registration, specificity, callee
 canonicalisation, class-body hooks and the engine's cached fast path."""
 
 import abc

@@ -1,4 +1,4 @@
-"""SPEC §3.3: zero escapes on real programs that lean on protocols, and on
+"""reference §3.3: zero escapes on real programs that lean on protocols, and on
 the benchmark workloads.
 
 Each program runs plainly and overdubbed by a context that defines nothing
@@ -212,7 +212,7 @@ def numpy_program():
 
 
 def test_a_numpy_dispatcher_has_a_body_hooks_see_after_the_call():
-    """SPEC §1: hooks see np.polyfit(...) as the program wrote it, then the
+    """reference §1: hooks see np.polyfit(...) as the program wrote it, then the
     operations of its Python implementation."""
     ctx = Counting(metadata=[])
     x = np.arange(5.0)

@@ -1,4 +1,4 @@
-"""SPEC §4 through overdub: contextual dispatch decides what runs for each
+"""reference §4 through overdub: contextual dispatch decides what runs for each
 operation of an overdubbed program."""
 
 import math

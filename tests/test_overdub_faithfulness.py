@@ -1,4 +1,4 @@
-"""SPEC §3.4 and §7: recursion depth, threads, errors, tracebacks, and
+"""reference §3.4 and §7: recursion depth, threads, errors, tracebacks, and
 programs that look at their own frame or rely on objects being freed."""
 
 import contextlib
@@ -514,7 +514,7 @@ def test_threads_with_different_contexts_do_not_see_each_other():
     assert results == [[i] * 50 for i in range(8)]
 
 
-# -- errors (SPEC §7) ---------------------------------------------------------------
+# -- errors (reference §7) ---------------------------------------------------------------
 
 def test_overdub_of_a_non_context_is_a_type_error_naming_it():
     with pytest.raises(TypeError) as info:

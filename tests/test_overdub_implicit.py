@@ -1,4 +1,4 @@
-"""SPEC §3.3 coverage: Python code the interpreter calls by itself — special
+"""reference §3.3 coverage: Python code the interpreter calls by itself — special
 methods behind operators and builtins, properties and descriptors, class
 creation hooks, callbacks of C functions — runs overdubbed.
 

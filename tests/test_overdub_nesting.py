@@ -1,4 +1,4 @@
-"""SPEC §3.2, nesting: ``overdub`` called inside an overdubbed run.  The
+"""reference §3.2, nesting: ``overdub`` called inside an overdubbed run.  The
 outer context keeps intercepting everything that runs on behalf of the inner
 one — the inner context's hooks, handlers and fallback included."""
 

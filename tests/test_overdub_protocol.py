@@ -1,4 +1,4 @@
-"""SPEC §3.2: the protocol of one operation — prehook, execute (or the body /
+"""reference §3.2: the protocol of one operation — prehook, execute (or the body /
 fallback), posthook — exceptions, handler isolation, and when changes to the
 registered hooks take effect."""
 

@@ -1,4 +1,4 @@
-"""SPEC §3.3: what has a body — overdub recurses into functions, lambdas,
+"""reference §3.3: what has a body — overdub recurses into functions, lambdas,
 closures, methods, classes, callable instances, partials, and the generators
 and coroutines they create, wherever those are later driven."""
 

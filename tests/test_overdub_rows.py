@@ -1,4 +1,4 @@
-"""SPEC §3.1: every row of the operation table, as seen by a prehook that
+"""reference §3.1: every row of the operation table, as seen by a prehook that
 records ``(f, args, kwargs)``.
 
 Each test runs a small program overdubbed with :class:`Recorder`, checks that

@@ -1,4 +1,4 @@
-"""The hook trace of a program exercising every row of SPEC §3.1 is the same
+"""The hook trace of a program exercising every row of reference §3.1 is the same
 on CPython 3.11, 3.12 and 3.13, and is the one the table prescribes.
 
 The trace is recorded as ``(callee name, argument reprs)`` with reprs that do

@@ -1,4 +1,4 @@
-"""Passes (SPEC §5): when they run, what they see, what their insertions
+"""Passes (reference §5): when they run, what they see, what their insertions
 mean, how their results are cached, and Cassette's IR helpers."""
 
 import collections

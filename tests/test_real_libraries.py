@@ -1,4 +1,4 @@
-"""SPEC §3.3–§3.4 on real libraries: plain vs overdubbed, and escapes.
+"""reference §3.3–§3.4 on real libraries: plain vs overdubbed, and escapes.
 
 The CPython oracle (``tests/cpython_oracle.py``) holds overdubbing to the
 language's own tests.  This module holds it to programs written the way
@@ -22,7 +22,7 @@ computes.  The contexts are those of the CPython oracle plus one:
                     ``execute`` override for a function nothing calls:
                     recursion into every callee, no handler ever runs.
 
-With the Cython core, no frame of an overdubbed workload may escape (SPEC
+With the Cython core, no frame of an overdubbed workload may escape (reference
 §3.3), counted with :func:`cassette.count_escapes`; the pure-Python runtime
 has no routing, so there escapes are only reported, not held to zero.
 

@@ -1,4 +1,4 @@
-"""The tagging API of SPEC §6: tags, metadata and its conversion rules,
+"""The tagging API of reference §6: tags, metadata and its conversion rules,
 tagged types, errors, and how a tagged value behaves outside its context.
 (Propagation through overdubbed code is tested separately.)"""
 

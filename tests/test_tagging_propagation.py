@@ -1,4 +1,4 @@
-"""SPEC §6: metadata propagates, without user code, through object
+"""reference §6: metadata propagates, without user code, through object
 construction and attributes, containers and their methods, comprehensions,
 unpacking, star-arguments and varargs, module globals and numeric
 conversions — while the program's data holds primal values only.
