@@ -21,7 +21,15 @@ if not os.path.exists(os.path.join(HERE, PYX)):
 
 from Cython.Build import cythonize  # noqa: E402  (after the clear error above)
 
-extensions = [Extension("cassette._core", [PYX])]
+# The interpreter internals the core relies on, one branch per release.
+COMPAT = os.path.join("cassette", "_compat.h")
+
+# Warnings on: the C of the core (its header and the C blocks of the .pyx)
+# must compile without any on every supported release.
+WARNINGS = [] if sys.platform == "win32" else ["-Wall", "-Wextra"]
+
+extensions = [Extension("cassette._core", [PYX], depends=[COMPAT],
+                        extra_compile_args=WARNINGS)]
 
 setup(
     ext_modules=cythonize(

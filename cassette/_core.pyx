@@ -41,37 +41,23 @@ cdef extern from "Python.h":
     object PyMethod_New(object, object)
     PyObject *PyMethod_GET_FUNCTION(object)
     PyObject *PyMethod_GET_SELF(object)
-    PyObject *PyWeakref_GetObject(object)
     object PyLong_FromVoidPtr(void *)
     PyObject *PyDict_GetItemWithError(object, object) except? NULL
     object PyObject_Vectorcall(object, PyObject **, size_t, PyObject *)
     object PyObject_VectorcallDict(object, PyObject **, size_t, object)
     PyTypeObject *Py_TYPE(object)
-    PyObject *_PyType_Lookup(PyTypeObject *, object)
     # Declared without an exception value: the callers check and clear.
     Py_ssize_t PyLong_AsSsize_t(object)
     PyObject *PyErr_Occurred()
     void PyErr_Clear()
 
-cdef extern from *:
-    """
-    /* _PyObject_GetMethod: the attribute lookup LOAD_METHOD does.  Returns 1
-       and an unbound method (to be called with the object first), 0 and the
-       attribute, or -1 with an exception set. */
-    #if PY_VERSION_HEX < 0x030D0000
-    static int cassette_get_method(PyObject *obj, PyObject *name, PyObject **out) {
-        int unbound = _PyObject_GetMethod(obj, name, out);
-        if (*out == NULL) return -1;
-        return unbound;
-    }
-    #else
-    static int cassette_get_method(PyObject *obj, PyObject *name, PyObject **out) {
-        *out = PyObject_GetAttr(obj, name);
-        return *out == NULL ? -1 : 0;
-    }
-    #endif
-    """
+# What the core reads or changes inside the interpreter, one branch per
+# supported release (see the header).  Included before every block below.
+cdef extern from "_compat.h":
+    PyObject *cassette_type_lookup(PyTypeObject *, object)
     int cassette_get_method(object obj, object name, PyObject **out) except -1
+    void cassette_credit_python_frames(int count)
+    PyObject *cassette_weakref_target(object ref)
 
 cdef extern from *:
     """
@@ -157,21 +143,11 @@ cdef extern from *:
        instead of raising RecursionError (tests/test_overdub_faithfulness.py
        runs away through every construct). */
 
-    /* count more Python frames for the running thread (fewer, when
-       negative).  Unlike raising the limit, this never fails, even when
-       the frames are taken back at a depth above the program's limit, and
-       other threads keep their budgets. */
-    static inline void cassette_credit_python_frames(int count) {
-    #if PY_VERSION_HEX < 0x030C0000
-        PyThreadState_Get()->recursion_remaining += count;
-    #else
-        PyThreadState_Get()->py_recursion_remaining += count;
-    #endif
-    }
-
     /* For cassette's own work (rewriting a code object, a lookup, routing a
        class), which must not spend the program's budget: it may run where
-       the program, plainly, needs no frame at all. */
+       the program, plainly, needs no frame at all.  Unlike raising the
+       limit, taking the frames back never fails, even at a depth above the
+       program's limit, and other threads keep their budgets. */
     static inline void cassette_lend_frames(int count) {
         cassette_credit_python_frames(count);
     }
@@ -188,30 +164,19 @@ cdef extern from *:
         return credit;
     }
 
-    /* The counter of calls of C functions: 3.11's only one, 3.12's C
-       limit.  3.13 counts entries into the interpreter instead (below). */
-    static inline void cassette_credit_c_calls(int count) {
-    #if PY_VERSION_HEX < 0x030C0000
-        PyThreadState_Get()->recursion_remaining += count;
-    #elif PY_VERSION_HEX < 0x030D0000
-        PyThreadState_Get()->c_recursion_remaining += count;
-    #else
-        (void)count;
-    #endif
-    }
-
-    /* 3.11 and 3.12 count a call of a C function, except where the
-       program's own call site is specialized to call it directly: a
-       fast-call builtin (`next(gen)`, `sorted(xs, key=f)`), `len`, or a
-       fast-call method descriptor called without keywords (`d.get(k)`,
-       `xs.sort()`).  Called by cassette, those are credited the call,
-       so that they cost what they cost plainly; the others (`abs`, `repr`,
-       `xs.sort(key=f)`) cost it either way.  Returns the credit, to be
-       taken back with cassette_credit_c_calls(-credit). */
+    /* The program's own call site, specialized, calls a fast-call C
+       function without counting it (`next(gen)`, `sorted(xs, key=f)`,
+       `len`, `d.get(k)`, `xs.sort()`; see
+       CASSETTE_SPECIALIZED_C_CALLS_UNCOUNTED); called by cassette, those
+       are credited the call, so that they cost what they cost plainly; the
+       others (`abs`, `repr`, `xs.sort(key=f)`) cost it either way.
+       Returns the credit, to be taken back with
+       cassette_credit_c_calls(-credit). */
     static PyObject *cassette_builtin_len = NULL;
     static inline int cassette_builtin_credit(PyObject *target, PyObject *kwnames) {
-    #if PY_VERSION_HEX < 0x030D0000
         int credit = 0;
+        if (!CASSETTE_SPECIALIZED_C_CALLS_UNCOUNTED)
+            return 0;
         if (PyCFunction_Check(target))
             credit = (PyCFunction_GET_FLAGS(target) & METH_FASTCALL) != 0
                      || target == cassette_builtin_len;
@@ -220,10 +185,6 @@ cdef extern from *:
                      && (((PyMethodDescrObject *)target)->d_method->ml_flags & METH_FASTCALL);
         cassette_credit_c_calls(credit);
         return credit;
-    #else
-        (void)target; (void)kwnames;
-        return 0;
-    #endif
     }
     static void cassette_note_builtin_len(PyObject *len) {
         Py_XINCREF(len);
@@ -232,22 +193,13 @@ cdef extern from *:
 
     /* A hooked call runs its body from C (by vectorcall: no level of its
        own, see cassette_enable_vectorcall).  A builtin body is credited as
-       above.  3.12 counts the entry into the interpreter of a Python body
-       against its small C limit (1500), where a plain Python-to-Python call
-       is inlined and counts nothing: credited while the body runs.  3.13
-       counts it (2 units) against a C limit large enough for both, and that
-       limit is what keeps the C stack from overflowing: nothing is
-       credited there.  3.11 counts only the body's frame, as a plain call
-       does. */
+       above; a Python body, the entry from C a plain, inlined call does
+       not make (CASSETTE_C_ENTRY_CREDIT). */
     static inline int cassette_body_credit(PyObject *body, PyObject *kwargs) {
         if (PyCFunction_Check(body) || Py_IS_TYPE(body, &PyMethodDescr_Type))
             return cassette_builtin_credit(body, kwargs);
-    #if PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
-        cassette_credit_c_calls(1);
-        return 1;
-    #else
-        return 0;
-    #endif
+        cassette_credit_c_calls(CASSETTE_C_ENTRY_CREDIT);
+        return CASSETTE_C_ENTRY_CREDIT;
     }
 
     /* f(*args, **kwargs) for a primitive f (a builtin, an operator's
@@ -280,7 +232,6 @@ cdef extern from *:
     object cassette_credited_call(object f, object args, object kwargs)
     object cassette_primitive_call_tuple(object f, tuple args, object kwargs)
     void cassette_lend_frames(int count)
-    void cassette_credit_python_frames(int count)
     int cassette_handler_credit(object handler)
     void cassette_note_builtin_len(object len)
 
@@ -370,16 +321,6 @@ cdef extern from *:
     static PyObject *(*cassette_redirect)(PyObject *, PyObject *, PyObject *const *,
                                           size_t, PyObject *) = NULL;
 
-    /* The running interpreter frame (an opaque pointer, compared only). */
-    static inline void *cassette_current_frame(void) {
-        PyThreadState *ts = PyThreadState_Get();
-    #if PY_VERSION_HEX >= 0x030D0000
-        return (void *)ts->current_frame;
-    #else
-        return (void *)ts->cframe->current_frame;
-    #endif
-    }
-
     static inline void *cassette_set_barrier(void *frame) {
         void *previous = cassette_barrier;
         cassette_barrier = frame;
@@ -397,18 +338,11 @@ cdef extern from *:
     }
 
     /* Is `frame` (a frame object) the barrier: the frame whose calls,
-       while a handler is being called, are the handler's?  A frame object
-       points to its interpreter frame right after f_back (the layout of
-       CPython 3.11 to 3.13's struct _frame); the escape counter asks. */
-    typedef struct {
-        PyObject_HEAD
-        PyObject *f_back;
-        void *f_frame;
-    } cassette_frame_head;
-
+       while a handler is being called, are the handler's?  The escape
+       counter asks. */
     static int cassette_is_barrier(PyObject *frame) {
         return cassette_barrier != NULL && PyFrame_Check(frame)
-            && ((cassette_frame_head *)frame)->f_frame == cassette_barrier;
+            && cassette_frame_of(frame) == cassette_barrier;
     }
 
     static PyObject *cassette_handler_being_called(void) {
@@ -538,36 +472,17 @@ cdef extern from *:
        calls), so plain functions keep their specializations and run as fast
        as ever from un-rewritten code; a *protocol* function (a special
        method or a property accessor) must not be inlined by a protocol
-       specialization, so on 3.12+ it is routed as the API provides, which
-       also retires its function version.  3.11 reassigns a retired version,
-       but inlines a __getitem__ only when its version fits in 16 bits: a
-       protocol function gets a version of its own above that range (counted
-       down from the top, far from the interpreter's own, which count up from
-       1), so calls of it still specialize and its __getitem__ is never
-       inlined. */
-    #if PY_VERSION_HEX < 0x030C0000
-    static uint32_t cassette_next_protocol_version = 0xFFFFFFFFu;
-    #endif
-
+       specialization (cassette_route_protocol_function). */
     static int cassette_route_function(PyObject *func, int protocol) {
         if (Py_TYPE(func) != &PyFunction_Type) return 0;
         PyFunctionObject *f = (PyFunctionObject *)func;
         int routed = f->vectorcall == cassette_trampoline;
         if (!routed && (f->vectorcall == NULL || f->vectorcall != cassette_function_vectorcall))
             return 0;
-    #if PY_VERSION_HEX >= 0x030C0000
         if (protocol) {
-            if (routed && f->func_version == 0) return 0;
-            PyFunction_SetVectorcall(f, cassette_trampoline);
-            return 1;
+            int done = cassette_route_protocol_function(f, cassette_trampoline, routed);
+            if (done >= 0) return done;
         }
-    #else
-        if (protocol && f->func_version <= 0xFFFFu) {
-            f->func_version = cassette_next_protocol_version--;
-            f->vectorcall = cassette_trampoline;
-            return 1;
-        }
-    #endif
         if (routed) return 0;
         f->vectorcall = cassette_trampoline;
         return 1;
@@ -612,17 +527,6 @@ cdef extern from *:
     static PyObject *cassette_route_argument = NULL;   /* routing.route_argument */
     static PyTypeObject *cassette_partial_type = NULL;
     static PyTypeObject *cassette_method_wrapper_type = NULL;
-
-    /* A class's version tag, 0 when it has none (3.11 marks valid tags
-       with a flag; 3.12+ assign one on request, 3.13 keeps no flag). */
-    static inline unsigned int cassette_class_version(PyTypeObject *tp) {
-    #if PY_VERSION_HEX >= 0x030C0000
-        if (tp->tp_version_tag == 0) PyUnstable_Type_AssignVersionTag(tp);
-        return tp->tp_version_tag;
-    #else
-        return (tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
-    #endif
-    }
 
     static inline int cassette_class_seen(PyTypeObject *tp) {
         unsigned int version = cassette_class_version(tp);
@@ -1437,7 +1341,7 @@ cdef class Runtime:
         found = PyDict_GetItemWithError(self._closures, key)
         if found is not NULL:
             entry = <FunctionEntry>found
-            if PyWeakref_GetObject(entry.ref) is <PyObject *>f and entry.matches(f):
+            if cassette_weakref_target(entry.ref) is <PyObject *>f and entry.matches(f):
                 return entry.target
         target = _own(engine.target, (self, f))
         if (self._retained and target is not f and type(target) is FunctionType
@@ -1575,7 +1479,7 @@ cdef class Runtime:
         elif code is not template.code:
             if len(self._bound) >= CACHE_MAX:      # dead ones (see _idle)
                 self._bound = [ref for ref in self._bound
-                               if PyWeakref_GetObject(ref) != <PyObject *>None]
+                               if cassette_weakref_target(ref) != <PyObject *>None]
             self._bound.append(PyWeakref_NewRef(code, None))
         return code
 
@@ -1592,7 +1496,7 @@ cdef class Runtime:
         if self._depth or self._children or self._handed_out:
             return False
         for ref in self._bound:
-            code = PyWeakref_GetObject(ref)
+            code = cassette_weakref_target(ref)
             if code != <PyObject *>None:
                 if cassette_refcount(code) != 1:
                     return False
@@ -2800,7 +2704,7 @@ cdef inline bint _tag_in_slot(object ctx):
     cdef PyTypeObject *tp = Py_TYPE(ctx)
     if cassette_tag_slot_known(tp):
         return True
-    if _PyType_Lookup(tp, "tag") is <PyObject *>_tg_context_tag_slot:
+    if cassette_type_lookup(tp, "tag") is <PyObject *>_tg_context_tag_slot:
         cassette_tag_slot_found(tp)      # the lookup gave it a version tag
         return True
     return False

@@ -1,0 +1,201 @@
+/* What the Cython core (cassette/_core.pyx) reads or changes inside the
+   interpreter: frames, recursion counters, function versions, type version
+   tags and the private lookups the interpreter's own instructions use.
+   Each is written once per supported CPython release, in an explicit
+   branch.  Any other release stops the build here: supporting it is
+   visible work — a branch in this file (and a bytecode layer in
+   cassette/versions/) — never a silent fallthrough to another release's
+   internals.  Nothing here knows of contexts, hooks or runtimes. */
+
+#ifndef CASSETTE_COMPAT_H
+#define CASSETTE_COMPAT_H
+
+#include <Python.h>
+#include <frameobject.h>
+
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define CASSETTE_PY 311
+#elif PY_VERSION_HEX >= 0x030C0000 && PY_VERSION_HEX < 0x030D0000
+#define CASSETTE_PY 312
+#elif PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
+#define CASSETTE_PY 313
+#else
+#error "cassette/_compat.h has no branch for this CPython release (supported: 3.11, 3.12, 3.13)"
+#endif
+
+
+/* -- attribute lookup ------------------------------------------------------ */
+
+/* A name on a type's MRO without calling anything (borrowed, or NULL). */
+static inline PyObject *cassette_type_lookup(PyTypeObject *type, PyObject *name) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+    return _PyType_Lookup(type, name);
+#endif
+}
+
+/* The attribute lookup LOAD_METHOD / LOAD_ATTR-for-a-call does.  Returns 1
+   and an unbound method (to be called with the object first), 0 and the
+   attribute, or -1 with an exception set.  (3.13 no longer exports
+   _PyObject_GetMethod: the bound attribute, always.) */
+static inline int cassette_get_method(PyObject *obj, PyObject *name, PyObject **out) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312
+    int unbound = _PyObject_GetMethod(obj, name, out);
+    if (*out == NULL) return -1;
+    return unbound;
+#elif CASSETTE_PY == 313
+    *out = PyObject_GetAttr(obj, name);
+    return *out == NULL ? -1 : 0;
+#endif
+}
+
+
+/* The object a weak reference refers to (borrowed: the weak reference
+   does not own it, its other owners keep it alive), Py_None when it is
+   dead, or NULL with an exception set.  (3.13 deprecates
+   PyWeakref_GetObject for PyWeakref_GetRef.) */
+static inline PyObject *cassette_weakref_target(PyObject *ref) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312
+    return PyWeakref_GetObject(ref);
+#elif CASSETTE_PY == 313
+    PyObject *target;
+    int alive = PyWeakref_GetRef(ref, &target);
+    if (alive < 0) return NULL;
+    if (alive == 0) return Py_None;
+    Py_DECREF(target);
+    return target;
+#endif
+}
+
+
+/* -- frames ---------------------------------------------------------------- */
+
+/* The running interpreter frame of this thread (an opaque pointer,
+   compared only). */
+static inline void *cassette_current_frame(void) {
+    PyThreadState *ts = PyThreadState_Get();
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312
+    return (void *)ts->cframe->current_frame;
+#elif CASSETTE_PY == 313
+    return (void *)ts->current_frame;
+#endif
+}
+
+/* The interpreter frame a frame object stands for (opaque, compared with
+   cassette_current_frame).  A frame object points to it right after
+   f_back in 3.11 to 3.13's struct _frame. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *f_back;
+    void *f_frame;
+} cassette_frame_object_head;
+
+static inline void *cassette_frame_of(PyObject *frame_object) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+    return ((cassette_frame_object_head *)frame_object)->f_frame;
+#endif
+}
+
+
+/* -- recursion counters ---------------------------------------------------- */
+
+/* count more Python frames for the running thread (fewer, when negative):
+   the budget sys.getrecursionlimit() sets (3.11 counts calls of C
+   functions against it too).  Never fails, and other threads keep their
+   budgets. */
+static inline void cassette_credit_python_frames(int count) {
+#if CASSETTE_PY == 311
+    PyThreadState_Get()->recursion_remaining += count;
+#elif CASSETTE_PY == 312 || CASSETTE_PY == 313
+    PyThreadState_Get()->py_recursion_remaining += count;
+#endif
+}
+
+/* count more calls of C functions (fewer, when negative) on the counter
+   that counts them: 3.11's only counter, 3.12's C limit.  3.13 counts
+   entries into the interpreter from C instead, not calls of C functions:
+   nothing to credit. */
+static inline void cassette_credit_c_calls(int count) {
+#if CASSETTE_PY == 311
+    PyThreadState_Get()->recursion_remaining += count;
+#elif CASSETTE_PY == 312
+    PyThreadState_Get()->c_recursion_remaining += count;
+#elif CASSETTE_PY == 313
+    (void)count;
+#endif
+}
+
+/* 1 where a call site the interpreter has specialized calls a fast-call C
+   function (a METH_FASTCALL builtin, `len`, a METH_FASTCALL method
+   descriptor without keywords) without counting it, while the same call
+   made through the C API counts it. */
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312
+#define CASSETTE_SPECIALIZED_C_CALLS_UNCOUNTED 1
+#elif CASSETTE_PY == 313
+#define CASSETTE_SPECIALIZED_C_CALLS_UNCOUNTED 0
+#endif
+
+/* The level a Python function called from C (by vectorcall) costs the C
+   limit, where a call from Python code, inlined, costs none: 1 on 3.12
+   (credited back by the core); 0 on 3.11, which has no C limit.  3.13
+   counts 2 units against a C limit large enough for both, and that limit
+   is what keeps the C stack from overflowing: the core credits nothing
+   there, so this says 0. */
+#if CASSETTE_PY == 312
+#define CASSETTE_C_ENTRY_CREDIT 1
+#elif CASSETTE_PY == 311 || CASSETTE_PY == 313
+#define CASSETTE_C_ENTRY_CREDIT 0
+#endif
+
+
+/* -- function versions ----------------------------------------------------- */
+
+/* Make the interpreter call Python function `f` through `entry` (its
+   vectorcall slot) also where a protocol specialization would push its
+   frame directly — the specializations of a special method (`obj[i]`'s
+   __getitem__), a property accessor, 3.13's __init__.  `routed`: `entry`
+   is already its vectorcall.  Returns 1 when done now, 0 when it was done
+   before, -1 when only the vectorcall slot needs setting (the caller
+   does that).
+
+   3.12 and 3.13 retire the function's version when the vectorcall slot is
+   set through the API, which turns those specializations off.  3.11
+   reassigns a retired version, but inlines a __getitem__ only when its
+   version fits in 16 bits: the function gets a version of its own above
+   that range (counted down from the top, far from the interpreter's own,
+   which count up from 1), so calls of it still specialize and its
+   __getitem__ is never inlined. */
+#if CASSETTE_PY == 311
+static uint32_t cassette_next_protocol_version = 0xFFFFFFFFu;
+#endif
+
+static inline int cassette_route_protocol_function(PyFunctionObject *f, vectorcallfunc entry,
+                                                   int routed) {
+#if CASSETTE_PY == 311
+    if (f->func_version > 0xFFFFu) return -1;
+    f->func_version = cassette_next_protocol_version--;
+    f->vectorcall = entry;
+    (void)routed;
+    return 1;
+#elif CASSETTE_PY == 312 || CASSETTE_PY == 313
+    if (routed && f->func_version == 0) return 0;
+    PyFunction_SetVectorcall(f, entry);
+    return 1;
+#endif
+}
+
+
+/* -- type version tags ----------------------------------------------------- */
+
+/* A class's version tag, which changes whenever the class does; 0 when it
+   has none.  3.11 marks a valid tag with a flag; 3.12 and 3.13 assign one
+   on request. */
+static inline unsigned int cassette_class_version(PyTypeObject *tp) {
+#if CASSETTE_PY == 311
+    return (tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
+#elif CASSETTE_PY == 312 || CASSETTE_PY == 313
+    if (tp->tp_version_tag == 0) PyUnstable_Type_AssignVersionTag(tp);
+    return tp->tp_version_tag;
+#endif
+}
+
+#endif /* CASSETTE_COMPAT_H */
