@@ -23,8 +23,9 @@ import sys
 import types
 
 from cassette import callables, dispatch, engine, routing
-from cassette._singletons import NoMetaData, OverdubInstead
-from cassette.operations import OPERATIONS
+from cassette._singletons import (NoMetaData, OverdubInstead, TAGGED_DATA_SLOT, TAGGED_TAG_SLOT,
+                                  TAGGED_VALUE_SLOT)
+from cassette.operations import ARRANGED_SITES, OPERATIONS, STRUCTURAL_SLOTS
 from cassette.rewrite import EXHAUSTED
 
 cdef extern from "Python.h":
@@ -834,9 +835,7 @@ cdef object _own(object helper, tuple args):
     finally:
         cassette_lend_frames(-_LENT_FRAMES)
 
-#: Most entries each of a runtime's resolution caches holds before it is
-#: emptied (functions and classes can be made at run time).
-cdef Py_ssize_t CACHE_MAX = 4096
+cdef Py_ssize_t CACHE_MAX = engine.RESOLUTION_CACHE_MAX
 
 #: How many records of lists and tuples a runtime remembers (see
 #: ``Runtime._record_of``).
@@ -853,22 +852,11 @@ def _on_generation_change(Py_ssize_t generation):
 dispatch.on_generation_change(_on_generation_change)
 
 # Slots whose value is a method of the runtime (the rest are operations).
-cdef dict _STRUCTURAL = {
-    "resolve": "resolve", "method": "method", "split": "split",
-    "for": "next_step", "with": "enter", "async_with": "async_enter",
-    "caught": "caught", "nooverdub": "nooverdub",
-}
+cdef dict _STRUCTURAL = STRUCTURAL_SLOTS
 
-# Operation sites whose stack order differs from what hooks see:
-# kind -> (operation hooks see, arrangement code, negate the result).
-cdef dict _ARRANGED = {
-    "contains": ("contains", 1, False),
-    "not_contains": ("contains", 1, True),
-    "setitem": ("setitem", 2, False),
-    "setattr": ("setattr", 2, False),
-    "getslice": ("getitem", 3, False),
-    "setslice": ("setitem", 4, False),
-}
+# The arrangements of operations.ARRANGED_SITES, as the codes the operation
+# sites switch on (0: the stack order is the arguments' order).
+cdef dict _ARRANGEMENT_CODES = {"swap": 1, "value_last": 2, "slice": 3, "slice_value_last": 4}
 
 
 cdef inline long _owned(object tag, object value) except -1:
@@ -1626,9 +1614,9 @@ cdef class Runtime:
 
 
 cdef object _TaggedBase = None
-cdef str _TAG_SLOT = "_cassette_tag"
-cdef str _VALUE_SLOT = "_cassette_value"
-cdef str _DATA_SLOT = "_cassette_data"
+cdef str _TAG_SLOT = TAGGED_TAG_SLOT
+cdef str _VALUE_SLOT = TAGGED_VALUE_SLOT
+cdef str _DATA_SLOT = TAGGED_DATA_SLOT
 
 
 cdef extern from *:
@@ -1784,12 +1772,20 @@ cdef Py_ssize_t _OFF_RECORD_TARGET = -1, _OFF_RECORD_WEAK = -1, _OFF_RECORD_ITEM
 
 
 cdef void _learn_record_type(object record_type) except *:
+    """Where the slots the core reads are; a record type without them is
+    a change of ``propagation`` the core must follow, said loudly."""
     global _record_type, _OFF_RECORD_TARGET, _OFF_RECORD_WEAK, _OFF_RECORD_ITEMS
     namespace = vars(record_type)
-    _OFF_RECORD_TARGET, _OFF_RECORD_WEAK, _OFF_RECORD_ITEMS = [
-        cassette_slot_offset(namespace[name]) if name in namespace else -1
-        for name in ("target", "weak", "items")]
+    offsets = [cassette_slot_offset(namespace[name]) if name in namespace else -1
+               for name in _RECORD_SLOTS]
+    if -1 in offsets:
+        raise TypeError(f"cassette's core reads the slots {_RECORD_SLOTS} of the bindings "
+                        f"cache's records, and {record_type.__qualname__} does not have them")
+    _OFF_RECORD_TARGET, _OFF_RECORD_WEAK, _OFF_RECORD_ITEMS = offsets
     _record_type = record_type
+
+
+cdef tuple _RECORD_SLOTS = ("target", "weak", "items")
 
 
 cdef inline object _address(object obj):
@@ -2349,7 +2345,8 @@ cdef class OperationSite:
     cdef tuple handler_cache
 
     def __init__(self, Runtime runtime, kind):
-        name, arrangement, negate = _ARRANGED.get(kind, (kind, 0, False))
+        name, arrangement_name, negate = ARRANGED_SITES.get(kind, (kind, None, False))
+        arrangement = _ARRANGEMENT_CODES.get(arrangement_name, 0)
         operation = OPERATIONS[name]
         self.name = name
         self.runtime = runtime

@@ -14,7 +14,7 @@ import weakref
 
 from . import callables, dispatch, engine
 from ._singletons import OverdubInstead
-from .operations import OPERATIONS
+from .operations import ARRANGED_SITES, OPERATIONS, STRUCTURAL_SLOTS
 from .rewrite import EXHAUSTED, recursion_limit_lock
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
@@ -32,9 +32,7 @@ _remove_library_entries = callables.remove_library_entries
 _generation = dispatch.generation
 _EMPTY = dispatch.Plan.empty
 
-#: Most entries each of a runtime's resolution caches holds before it is
-#: emptied (closure-free functions and classes can be made at run time).
-CACHE_MAX = 4096
+CACHE_MAX = engine.RESOLUTION_CACHE_MAX
 
 
 class Runtime:
@@ -94,8 +92,8 @@ class Runtime:
                 return self
             if name == "context":
                 return self.ctx
-            if name in _STRUCTURAL_SLOTS:
-                value = getattr(self, _STRUCTURAL_SLOTS[name])
+            if name in STRUCTURAL_SLOTS:
+                value = getattr(self, STRUCTURAL_SLOTS[name])
             elif name in dispatch.TAGGING_SLOTS:
                 value = engine.tagging_slot(self, name)
             else:
@@ -406,13 +404,6 @@ def _any_tagged(args):
     return tagged is not None and any(isinstance(type(a), type(tagged)) for a in args)
 
 
-_STRUCTURAL_SLOTS = {
-    "resolve": "resolve", "method": "method", "split": "split",
-    "for": "next_step", "with": "enter", "async_with": "async_enter",
-    "caught": "caught", "nooverdub": "nooverdub",
-}
-
-
 def hooked(runtime, callee, plan, body):
     """A callee with handlers: calling the returned function runs the
     protocol of reference §3.2.  A plain function (not an object with
@@ -568,35 +559,12 @@ class NestedOverdub:
             raise
 
 
-def _arrange_contains(item, container):
-    return (container, item)
-
-
-def _arrange_setitem(value, obj, index):
-    return (obj, index, value)
-
-
-def _arrange_setattr(value, obj, name):
-    return (obj, name, value)
-
-
-def _arrange_getslice(obj, start, stop):
-    return (obj, slice(start, stop))
-
-
-def _arrange_setslice(value, obj, start, stop):
-    return (obj, slice(start, stop), value)
-
-
-# Operation sites whose stack order differs from what hooks see:
-# site kind -> (operation hooks see, argument arrangement, negate result).
-_ARRANGED = {
-    "contains": ("contains", _arrange_contains, False),
-    "not_contains": ("contains", _arrange_contains, True),
-    "setitem": ("setitem", _arrange_setitem, False),
-    "setattr": ("setattr", _arrange_setattr, False),
-    "getslice": ("getitem", _arrange_getslice, False),
-    "setslice": ("setitem", _arrange_setslice, False),
+# The arrangements of operations.ARRANGED_SITES: stack order -> arguments.
+_ARRANGEMENTS = {
+    "swap": lambda item, container: (container, item),
+    "value_last": lambda value, obj, key: (obj, key, value),
+    "slice": lambda obj, start, stop: (obj, slice(start, stop)),
+    "slice_value_last": lambda value, obj, start, stop: (obj, slice(start, stop), value),
 }
 
 
@@ -607,11 +575,11 @@ class OperationSite:
                  "plan", "generation")
 
     def __init__(self, runtime, kind):
-        name, arrange, negate = _ARRANGED.get(kind, (kind, None, False))
+        name, arrangement, negate = ARRANGED_SITES.get(kind, (kind, None, False))
         self.runtime = runtime
         self.kind = kind
         self.operation = OPERATIONS[name]
-        self.arrange = arrange
+        self.arrange = _ARRANGEMENTS.get(arrangement)
         self.negate = negate
         self.generation = -1
 

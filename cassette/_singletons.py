@@ -14,7 +14,15 @@ Every singleton must be bound to a module attribute of this module under its
 own name; that is what makes pickling by reference work.
 """
 
-__all__ = ["Singleton", "OverdubInstead", "NoMetaData", "NoMetaMeta", "ANY"]
+__all__ = ["Singleton", "OverdubInstead", "NoMetaData", "NoMetaMeta", "ANY",
+           "TAGGED_VALUE_SLOT", "TAGGED_TAG_SLOT", "TAGGED_DATA_SLOT"]
+
+#: The slots of a tagged value (``Tagged[T]``, reference §6): the value it
+#: wraps, the tag it belongs to and its metadata.  Tagging defines them; the
+#: engine, propagation and the core read a tagged value by these names.
+TAGGED_VALUE_SLOT = "_cassette_value"
+TAGGED_TAG_SLOT = "_cassette_tag"
+TAGGED_DATA_SLOT = "_cassette_data"
 
 
 class Singleton:

@@ -14,6 +14,7 @@ import sys
 import types
 
 from . import callables, dispatch, routing
+from ._singletons import TAGGED_TAG_SLOT, TAGGED_VALUE_SLOT
 from .passes import NoPass, Pass
 from .operations import OPERATIONS, ROW_CALLEES, SPECIAL_METHODS as OPERATIONS_SPECIAL_METHODS, Intercept
 from .rewrite import TAGGING_KINDS, kinds_for, template_for
@@ -25,6 +26,11 @@ from ._builtins import (AssertionError, BaseException, Exception, TypeError, boo
     object, property, setattr, staticmethod, str, type)
 
 _EMPTY = dispatch.Plan.empty
+
+#: Most entries each of a runtime's resolution caches (functions, closures,
+#: other callees, bound handlers) holds before it is emptied: functions and
+#: classes can be made at run time.  Both runtimes use it.
+RESOLUTION_CACHE_MAX = 4096
 
 _OPTIONAL_ROWS = (
     Intercept.ARITHMETIC, Intercept.COMPARISONS, Intercept.SUBSCRIPTS,
@@ -602,7 +608,7 @@ def tagged_method(runtime, obj, name):
     tp = type(obj)
     if tagged is None or not issubclass(tp, tagged):
         return None
-    owner = object.__getattribute__(obj, "_cassette_tag")
+    owner = object.__getattribute__(obj, TAGGED_TAG_SLOT)
     chain = runtime
     while chain is not None and chain.ctx.tag is not owner:
         chain = chain.parent
@@ -619,7 +625,7 @@ def tagged_method(runtime, obj, name):
 
 def _untagged(value, tagged):
     while issubclass(type(value), tagged):
-        value = object.__getattribute__(value, "_cassette_value")
+        value = object.__getattribute__(value, TAGGED_VALUE_SLOT)
     return value
 
 

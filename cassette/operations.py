@@ -124,6 +124,30 @@ SPECIAL_METHODS.update({
     "next": (("__next__",), ()),
 })
 
+#: The slots the rewriter emits that are methods of a runtime, not
+#: operations: slot name -> method name.  Both runtimes serve them.
+STRUCTURAL_SLOTS = {
+    "resolve": "resolve", "method": "method", "split": "split",
+    "for": "next_step", "with": "enter", "async_with": "async_enter",
+    "caught": "caught", "nooverdub": "nooverdub",
+}
+
+#: Operation sites whose operands the stack holds in another order than the
+#: operation's arguments: site kind -> (operation hooks see, arrangement,
+#: negate the result).  The arrangements, stack order -> arguments:
+#: ``"swap"`` (item, container) -> (container, item);
+#: ``"value_last"`` (value, obj, key) -> (obj, key, value);
+#: ``"slice"`` (obj, start, stop) -> (obj, slice(start, stop));
+#: ``"slice_value_last"`` (value, obj, start, stop) -> (obj, slice(start, stop), value).
+ARRANGED_SITES = {
+    "contains": ("contains", "swap", False),
+    "not_contains": ("contains", "swap", True),
+    "setitem": ("setitem", "value_last", False),
+    "setattr": ("setattr", "value_last", False),
+    "getslice": ("getitem", "slice", False),
+    "setslice": ("setitem", "slice_value_last", False),
+}
+
 BINARY_NAMES = tuple(_BINARY)
 INPLACE_NAMES = tuple(_INPLACE)
 UNARY_NAMES = tuple(_UNARY)

@@ -45,7 +45,7 @@ import types
 import weakref
 
 from . import dispatch, tagging
-from ._singletons import NoMetaData, NoMetaMeta
+from ._singletons import NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_VALUE_SLOT
 from .tagging import Meta, _TaggedMeta, _allowed_metadata, _make, _tag_of
 # Propagation calls the program's primitives (which may call back into its
 # code): its frames keep the program's builtins (see cassette/_builtins.py).
@@ -54,7 +54,7 @@ from ._builtins import (BaseException, KeyError, TypeError, dict, frozenset, get
 
 __all__ = ["TAGGING_SLOTS", "components", "fallback"]
 
-_VALUE, _DATA = "_cassette_value", "_cassette_data"
+_VALUE, _DATA = TAGGED_VALUE_SLOT, TAGGED_DATA_SLOT
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 _get = object.__getattribute__

@@ -50,7 +50,8 @@ import itertools
 import operator
 import weakref
 
-from ._singletons import NoMetaData, NoMetaMeta
+from ._singletons import (NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_TAG_SLOT,
+                          TAGGED_VALUE_SLOT)
 from .context import Context, similarcontext
 from .errors import TaggingError
 from . import callables as _callables, dispatch as _dispatch
@@ -221,7 +222,7 @@ def _shim(name, method):
 
 
 # The slots of a tagged value: the value it wraps, its tag, its metadata.
-_VALUE, _TAG, _DATA = "_cassette_value", "_cassette_tag", "_cassette_data"
+_VALUE, _TAG, _DATA = TAGGED_VALUE_SLOT, TAGGED_TAG_SLOT, TAGGED_DATA_SLOT
 _OWN = frozenset({_VALUE, _TAG, _DATA})
 
 
