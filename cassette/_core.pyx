@@ -26,7 +26,7 @@ from cassette import callables, dispatch, engine, routing
 from cassette._singletons import (NoMetaData, OverdubInstead, TAGGED_DATA_SLOT, TAGGED_TAG_SLOT,
                                   TAGGED_VALUE_SLOT)
 from cassette.operations import ARRANGED_SITES, OPERATIONS, STRUCTURAL_SLOTS
-from cassette.rewrite import EXHAUSTED
+from cassette.markers import EXHAUSTED
 
 cdef extern from "Python.h":
     ctypedef struct PyFunctionObject:

@@ -15,7 +15,8 @@ import weakref
 from . import callables, dispatch, engine
 from ._singletons import OverdubInstead
 from .operations import ARRANGED_SITES, OPERATIONS, STRUCTURAL_SLOTS
-from .rewrite import EXHAUSTED, recursion_limit_lock
+from .markers import EXHAUSTED
+from .rewrite import recursion_limit_lock
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
 from ._builtins import (AttributeError, BaseException, StopIteration, any, callable,

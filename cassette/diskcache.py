@@ -46,8 +46,8 @@ while a process that imported it runs is not noticed by that process.
 constants that are the original code's own objects are stored as their
 index (so loading restores them *by identity*: nested code objects and
 tuples are the original ones, and unmarshalling them is skipped);
-:class:`cassette.rewrite.Slot` placeholders as their name (``Slot(name)`` is
-interned) and :data:`cassette.rewrite.EXHAUSTED` as a marker; everything
+:class:`cassette.markers.Slot` placeholders as their name (``Slot(name)`` is
+interned) and :data:`cassette.markers.EXHAUSTED` as a marker; everything
 else must be an immutable constant of the kinds the compiler makes (None,
 Ellipsis, bool, int, float, complex, str, bytes, tuples and frozensets of
 those, code objects whose constants are such).  Code holding anything else
@@ -114,6 +114,7 @@ import time
 import types
 import weakref
 
+from .markers import EXHAUSTED, RUNTIME, Slot
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 # The functions this module calls, taken now: a program that replaces
@@ -150,8 +151,8 @@ _HEADER = len(MAGIC) + _DIGEST_SIZE + _CHECK_SIZE
 
 #: cassette's modules whose source decides what a rewrite produces
 #: (relative to the package; ``versions/*.py`` are added).
-REWRITER_SOURCES = ("rewrite.py", "operations.py", "passes.py", "ir.py", "verify.py",
-                    "diskcache.py", "_builtins.py")
+REWRITER_SOURCES = ("rewrite.py", "markers.py", "operations.py", "passes.py", "ir.py",
+                    "verify.py", "diskcache.py", "_builtins.py")
 
 #: Default bound of the cache, in megabytes (``CASSETTE_CACHE_MAX_MB``).
 DEFAULT_MAX_MB = 256
@@ -442,16 +443,6 @@ def _plain(value):
     return False
 
 
-_rewrite = None
-
-
-def _rewrite_module():
-    global _rewrite
-    if _rewrite is None:
-        from . import rewrite
-        _rewrite = rewrite
-    return _rewrite
-
 
 _ORIGINAL, _SLOT, _EXHAUSTED = 0, 1, 2
 
@@ -459,8 +450,6 @@ _ORIGINAL, _SLOT, _EXHAUSTED = 0, 1, 2
 def encode(code, rewritten):
     """The body of the entry of ``rewritten`` (made from ``code``), or None
     when a constant cannot be stored."""
-    rewrite = _rewrite_module()
-    Slot, EXHAUSTED = rewrite.Slot, rewrite.EXHAUSTED
     originals = {id(const): index for index, const in enumerate(code.co_consts)}
     consts = list(rewritten.co_consts)
     table = []
@@ -483,7 +472,6 @@ def encode(code, rewritten):
 def decode(body, code):
     """The rewritten code of an entry body, for the original ``code``, or
     None when the body does not hold one."""
-    rewrite = _rewrite_module()
     table, stored = _marshal_loads(body)
     if type(stored) is not _CodeType:
         return None
@@ -493,12 +481,12 @@ def decode(body, code):
         if kind == _ORIGINAL:
             consts[index] = originals[value]
         elif kind == _SLOT:
-            consts[index] = rewrite.Slot(value)
+            consts[index] = Slot(value)
         elif kind == _EXHAUSTED:
-            consts[index] = rewrite.EXHAUSTED
+            consts[index] = EXHAUSTED
         else:
             return None
-    if (not consts or consts[-1] is not rewrite.RUNTIME
+    if (not consts or consts[-1] is not RUNTIME
             or stored.co_name != code.co_name or stored.co_qualname != code.co_qualname
             or stored.co_filename != code.co_filename
             or stored.co_firstlineno != code.co_firstlineno

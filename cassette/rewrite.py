@@ -38,48 +38,13 @@ import threading
 from bytecode import Bytecode, CellVar, CompilerFlags, Instr, Label, TryBegin
 
 from . import diskcache
+from .markers import EXHAUSTED, RUNTIME, Slot
 from .operations import OPERATIONS, Intercept
 from .passes import pass_failures, run_passes
 from .versions import LAYER
 from .versions.common import Tag
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
-
-class Slot:
-    """A placeholder constant standing for a runtime callable."""
-
-    __slots__ = ("name",)
-    _interned = {}
-
-    def __new__(cls, name):
-        slot = cls._interned.get(name)
-        if slot is None:
-            slot = object.__new__(cls)
-            slot.name = name
-            cls._interned[name] = slot
-        return slot
-
-    def __repr__(self):
-        return f"<slot {self.name}>"
-
-    def __reduce__(self):
-        return (Slot, (self.name,))
-
-
-class _Exhausted:
-    __slots__ = ()
-
-    def __repr__(self):
-        return "cassette.EXHAUSTED"
-
-
-#: What the ``next`` slot returns when the iterator is exhausted.
-EXHAUSTED = _Exhausted()
-
-#: The last constant of every rewritten code object, bound to the runtime
-#: itself: which runtime a running frame belongs to is a property of its
-#: code (the core's trampoline and the escape counter read it).
-RUNTIME = Slot("runtime")
 
 #: A constant a pass loads to get the running context (``cassette.ir.CONTEXT``).
 CONTEXT = Slot("context")

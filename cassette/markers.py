@@ -1,0 +1,51 @@
+"""The markers rewritten code carries among its constants, which the
+rewriter emits, the runtimes bind and the disk cache stores by name: a leaf
+module, so that each of them can import it.
+
+* :class:`Slot` — a placeholder constant standing for a runtime callable
+  (``Slot(name)`` is interned: one object per name);
+* :data:`RUNTIME` — the slot every rewritten code object ends its
+  constants with;
+* :data:`EXHAUSTED` — what a rewritten ``for`` step gets when the iterator
+  is exhausted.
+"""
+
+__all__ = ["EXHAUSTED", "RUNTIME", "Slot"]
+
+
+class Slot:
+    """A placeholder constant standing for a runtime callable."""
+
+    __slots__ = ("name",)
+    _interned = {}
+
+    def __new__(cls, name):
+        slot = cls._interned.get(name)
+        if slot is None:
+            slot = object.__new__(cls)
+            slot.name = name
+            cls._interned[name] = slot
+        return slot
+
+    def __repr__(self):
+        return f"<slot {self.name}>"
+
+    def __reduce__(self):
+        return (Slot, (self.name,))
+
+
+class _Exhausted:
+    __slots__ = ()
+
+    def __repr__(self):
+        return "cassette.EXHAUSTED"
+
+
+#: What the ``next`` slot returns when the iterator is exhausted.
+EXHAUSTED = _Exhausted()
+
+
+#: The last constant of every rewritten code object, bound to the runtime
+#: itself: which runtime a running frame belongs to is a property of its
+#: code (the core's trampoline and the escape counter read it).
+RUNTIME = Slot("runtime")
