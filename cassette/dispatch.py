@@ -713,17 +713,16 @@ TAGGED = None
 
 def own_mask(ctx, args):
     """An int whose bit ``i`` is set when ``args[i]`` is tagged with respect
-    to ``ctx`` (its outermost tag is ``ctx``'s).  Placeholder until tagging
-    exists (the tagging layer rebinds it): 0."""
+    to ``ctx`` (its outermost tag is ``ctx``'s).  0 until the tagging layer
+    is installed (:func:`install_tagging`)."""
     return 0
 
 
 def _untag_arguments(ctx, args, kwargs):
     """Return ``(args, kwargs)`` with every tagged value replaced by its primal.
 
-    Placeholder until tagging exists: returns them unchanged.  The tagging
-    layer rebinds this module attribute; the default fallback looks it up at
-    each call.
+    Unchanged until the tagging layer is installed (:func:`install_tagging`);
+    the default fallback looks it up at each call.
     """
     return args, kwargs
 
@@ -748,8 +747,8 @@ def tagging_fallback(ctx, callee, primitive, args, kwargs):
     """The default fallback for a context with tagging: run ``callee`` (by
     calling ``primitive``) so that metadata propagates (reference §6).
 
-    Placeholder until the propagation layer is loaded, which rebinds this
-    module attribute: calls ``primitive`` with untagged arguments."""
+    Until the propagation layer is installed (:func:`install_propagation`):
+    calls ``primitive`` with untagged arguments."""
     args, kwargs = _untag_arguments(ctx, args, kwargs)
     return primitive(*args, **kwargs)
 
@@ -757,7 +756,7 @@ def tagging_fallback(ctx, callee, primitive, args, kwargs):
 def tagging_propagator(callee):
     """The propagation layer's implementation of primitive ``callee``
     (``propagate(ctx, primitive, args, kwargs)``), or None when untagging
-    its arguments is all it needs.  Placeholder until that layer loads."""
+    its arguments is all it needs (always, until that layer is installed)."""
     return None
 
 
@@ -765,15 +764,38 @@ def record_parts(ctx, sequence, parts):
     """Record ``parts`` — per element of list ``sequence``, ``(value,
     metadata)`` or None — in ``ctx``'s bindings cache: the runtime calls it
     for a list without a record that it adopted or wrote a tagged value
-    into.  Placeholder until the propagation layer loads (which rebinds
-    this module attribute): nothing is recorded."""
+    into.  Nothing is recorded until the propagation layer is installed."""
     return None
 
 
 #: Slots of code rewritten for a tagging context (``cassette.propagation``
-#: fills it): slot name -> ``make(ctx, outer)`` giving the callable bound
-#: for a runtime of ``ctx`` (``outer``: the enclosing runtime's, or None).
+#: provides them): slot name -> ``make(ctx, outer)`` giving the callable
+#: bound for a runtime of ``ctx`` (``outer``: the enclosing runtime's, or None).
 TAGGING_SLOTS = {}
+
+
+def install_tagging(*, tagged, own_mask, untag_arguments, sees_tags):
+    """Plug the tagging layer (``cassette.tagging``, which builds on this
+    module) into dispatch: the base class of tagged values, the functions
+    above that depend on tags, and the functions that see their arguments'
+    tags (:data:`SEES_TAGS`).  Called once, when that layer is imported."""
+    global TAGGED, _untag_arguments
+    TAGGED = tagged
+    _untag_arguments = untag_arguments
+    globals()["own_mask"] = own_mask
+    SEES_TAGS.update(sees_tags)
+
+
+def install_propagation(*, fallback, propagator, slots, record_parts):
+    """Plug the propagation layer (``cassette.propagation``) into dispatch:
+    the default fallback of a tagging context, the propagators of
+    primitives, the tagging slots and the recording of a list's parts.
+    Called once, when that layer is imported."""
+    global tagging_fallback, tagging_propagator, TAGGING_SLOTS
+    tagging_fallback = fallback
+    tagging_propagator = propagator
+    TAGGING_SLOTS = slots
+    globals()["record_parts"] = record_parts
 
 
 def _default_fallback(ctx, f, /, *args, **kwargs):

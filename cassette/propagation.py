@@ -1276,8 +1276,6 @@ _PROPAGATORS = {
     float: _conversion, int: _conversion, complex: _conversion,
 }
 
-dispatch.tagging_fallback = fallback
-dispatch.tagging_propagator = propagator
-dispatch.TAGGING_SLOTS = TAGGING_SLOTS
-dispatch.record_parts = record_parts
+dispatch.install_propagation(fallback=fallback, propagator=propagator, slots=TAGGING_SLOTS,
+                             record_parts=record_parts)
 tagging._components = components

@@ -640,8 +640,7 @@ def own_mask(ctx, args):
     return mask
 
 
-_dispatch._untag_arguments = untag_arguments
-_dispatch.TAGGED = Tagged
-_dispatch.own_mask = own_mask
-_dispatch.SEES_TAGS.update((tag, untag, istagged, metadata, hasmetadata, metameta, hasmetameta)
-                           + _python_api)
+_dispatch.install_tagging(
+    tagged=Tagged, own_mask=own_mask, untag_arguments=untag_arguments,
+    sees_tags=(tag, untag, istagged, metadata, hasmetadata, metameta, hasmetameta)
+    + _python_api)
