@@ -1835,10 +1835,10 @@ cdef object _unpacked_in_step(Runtime runtime, object sequence):
     return out
 
 
-cdef object _adopted_list(Runtime runtime, list container):
+cdef object _built_list(Runtime runtime, list container):
     """``container``, a list just built, with the values tagged by
     ``runtime``'s context replaced by their primal values and their
-    metadata recorded (as ``propagation.adopt`` does)."""
+    metadata recorded (as ``propagation.record_built`` does)."""
     cdef Py_ssize_t i, n = len(container)
     cdef object parts = None
     tag_ = runtime._tag
@@ -2069,7 +2069,7 @@ cassette_note_builtin_len(len)
 
 
 cdef dict _PROPAGATION_KINDS = {
-    "adopt": 1, "list_to_tuple": 2, "unpacked": 3, "keywords": 4, "list_append": 5,
+    "built": 1, "list_to_tuple": 2, "unpacked": 3, "keywords": 4, "list_append": 5,
     "set_add": 6, "extended": 7, "is": 8, "is_not": 9, "load_global": 10,
     "store_global": 11, "map_add": 12,
 }
@@ -2115,7 +2115,7 @@ cdef class PropagationSite:
                 if not _holds_tagged(a):
                     return a
                 if type(a) is list:
-                    return _adopted_list(self.runtime, <list>a)
+                    return _built_list(self.runtime, <list>a)
             elif self.kind == 2:
                 if not self._recorded(a) and not _holds_tagged(a):
                     return tuple(a)

@@ -330,7 +330,7 @@ def _with_parts(cache, result, parts):
 
 # -- adoption: containers built with tagged values inside --------------------------
 
-def adopt(ctx, container):
+def record_built(ctx, container):
     """``container`` (just built by the program) with the values tagged
     w.r.t. ``ctx`` replaced by their primal values, their metadata recorded.
     A tuple is rebuilt (it is new: nobody else holds it yet)."""
@@ -409,7 +409,7 @@ def extended(ctx, source, container):
     ``DICT_MERGE`` added ``source``'s items to ``container``: tagged values
     the source produced become primal, and the source's recorded metadata
     carries over."""
-    adopt(ctx, container)
+    record_built(ctx, container)
     cache = _cache(ctx)
     record = _record(cache, source)
     if record is None or record.items is None:
@@ -529,7 +529,7 @@ def _store_map_add(ctx, put, key, value, container):
 
 def _chain_maker(own, plain):
     """A slot ``(x, …) -> x'`` applied by each context in turn, innermost
-    first (``adopt``, ``list_to_tuple``, ``extended``)."""
+    first (``built``, ``list_to_tuple``, ``extended``)."""
     def make(ctx, outer):
         if not _tags(ctx):
             return outer if outer is not None else plain
@@ -660,7 +660,7 @@ def _is_not(a, b):
 
 #: Slot name -> maker ``(ctx, outer) -> callable`` (see dispatch.TAGGING_SLOTS).
 TAGGING_SLOTS = {
-    "adopt": _chain_maker(adopt, _identity),
+    "built": _chain_maker(record_built, _identity),
     "list_to_tuple": _chain_maker(list_to_tuple, tuple),
     "extended": _chain_extended,
     "list_append": _store_maker(_store_append, _plain_append),
@@ -996,7 +996,7 @@ def _copying(ctx, primitive, args, kwargs):
     if type(out) not in (list, tuple, dict, set):
         return out
     cache = _cache(ctx)
-    out = adopt(ctx, out) if type(out) is not tuple else out
+    out = record_built(ctx, out) if type(out) is not tuple else out
     source = args[0] if args else None
     record = None if source is None else _record(cache, source)
     if isinstance(out, (list, tuple)) and len(args) > 1:

@@ -42,7 +42,7 @@ from .markers import EXHAUSTED, RUNTIME, Slot
 from .operations import OPERATIONS, Intercept
 from .passes import pass_failures, run_passes
 from .versions import LAYER
-from .versions.common import Tag
+from .versions.common import StackTag
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
@@ -84,7 +84,7 @@ _STRUCTURAL_ROWS = {
 #: Site kinds rewritten only for a tagging context (cassette.propagation):
 #: each calls the runtime slot of the same name.
 TAGGING_KINDS = frozenset({
-    "adopt", "list_append", "set_add", "map_add", "extended", "unpacked",
+    "built", "list_append", "set_add", "map_add", "extended", "unpacked",
     "list_to_tuple", "is", "is_not", "load_global", "store_global",
 })
 
@@ -151,7 +151,7 @@ def _apply(tags, instr, jump):
     pops, pushes, produced = _effect(instr, jump)
     result = tags[: len(tags) - pops] if pops else list(tags)
     if pushes:
-        result += [Tag.OTHER] * pushes
+        result += [StackTag.OTHER] * pushes
     if produced and len(produced) <= len(result):
         # The tags describe the top of the stack after ``instr``.  Overlay
         # them rather than trusting ``pushes``: the bytecode package reports
@@ -176,7 +176,7 @@ def stack_producers(elements):
     return stack_tags(elements, _apply_producers, None)
 
 
-def stack_tags(elements, apply=_apply, unknown=Tag.OTHER):
+def stack_tags(elements, apply=_apply, unknown=StackTag.OTHER):
     """For each element of an abstract instruction list, the tags of the
     stack before it (``None`` where the element is unreachable or not an
     instruction)."""
@@ -338,7 +338,7 @@ def _emit_tagging_site(site, instr, out):
     kind = site.kind
     call = LAYER.call_constant
     slot = Slot(kind)
-    if kind == "adopt":                 # the display just built
+    if kind == "built":                 # the display just built
         out.append(instr)
         out += call(slot, 1, loc)
     elif kind in ("list_append", "set_add", "map_add"):
@@ -454,7 +454,7 @@ def rewrite_bytecode(bytecode, kinds):
         deepest = max(deepest, len(tags[index]) + _peak(out, start))
         index += site.span
     if tagging:
-        deepest = max(deepest, _adopt_variadic_arguments(bytecode, out))
+        deepest = max(deepest, _record_variadic_arguments(bytecode, out))
     # ``out`` holds only elements taken from ``bytecode`` or made here: no
     # need for the validation of ``Bytecode.extend``.
     list.clear(bytecode)
@@ -462,10 +462,10 @@ def rewrite_bytecode(bytecode, kinds):
     return deepest
 
 
-def _adopt_variadic_arguments(bytecode, out):
+def _record_variadic_arguments(bytecode, out):
     """For a tagging context: at the start of a function taking ``*args`` or
     ``**kwargs``, the tuple and dict the interpreter built from the call's
-    arguments (tagged values among them) go through the ``adopt`` slot, as
+    arguments (tagged values among them) go through the ``built`` slot, as
     a display the program built would.  Returns the stack depth used."""
     flags = bytecode.flags
     names = []
@@ -488,7 +488,7 @@ def _adopt_variadic_arguments(bytecode, out):
         cell = name in bytecode.cellvars
         variable = CellVar(name) if cell else name
         code.append(Instr("LOAD_DEREF" if cell else "LOAD_FAST", variable, location=loc))
-        code += LAYER.call_constant(Slot("adopt"), 1, loc)
+        code += LAYER.call_constant(Slot("built"), 1, loc)
         code.append(Instr("STORE_DEREF" if cell else "STORE_FAST", variable, location=loc))
     out[position + 1:position + 1] = code
     return _peak(code, 0)

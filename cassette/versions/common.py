@@ -4,7 +4,7 @@ Vocabulary
 ----------
 *Stack tags.*  The rewriter simulates the value stack of a code object to
 learn, for every call, what the two slots below its arguments hold.  It only
-needs a few kinds of value, the :class:`Tag` members.
+needs a few kinds of value, the :class:`StackTag` members.
 
 *Sites.*  ``layer.site(instr, following)`` classifies one instruction as an
 operation site (a :class:`Site`) or returns ``None``.  A site names the
@@ -26,7 +26,7 @@ from ..operations import BINARY_NAMES, COMPARE_NAMES, INPLACE_NAMES
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
-class Tag(enum.Enum):
+class StackTag(enum.Enum):
     """What the rewriter knows about one stack value."""
 
     OTHER = 0        # any ordinary value
@@ -74,8 +74,8 @@ assert set(_COMPARE_BY_INDEX) == set(COMPARE_NAMES)
 #: (see cassette.propagation), by the site kind they make; ``detail`` is the
 #: instruction's argument.
 _TAGGING_SITES = {
-    "BUILD_LIST": "adopt", "BUILD_TUPLE": "adopt", "BUILD_SET": "adopt",
-    "BUILD_MAP": "adopt", "BUILD_CONST_KEY_MAP": "adopt",
+    "BUILD_LIST": "built", "BUILD_TUPLE": "built", "BUILD_SET": "built",
+    "BUILD_MAP": "built", "BUILD_CONST_KEY_MAP": "built",
     "LIST_APPEND": "list_append", "SET_ADD": "set_add", "MAP_ADD": "map_add",
     "LIST_EXTEND": "extended", "SET_UPDATE": "extended", "DICT_UPDATE": "extended",
     "DICT_MERGE": "extended",
@@ -98,9 +98,9 @@ def _below_null_resolution(layout, tags):
     if len(tags) < lower_depth:
         return None
     lower = tags[-lower_depth]
-    if lower is Tag.NULL:
+    if lower is StackTag.NULL:
         return upper_depth
-    if lower is Tag.OTHER:
+    if lower is StackTag.OTHER:
         return lower_depth
     return None
 
@@ -228,15 +228,15 @@ class Layer:
 
     def producer_tags(self, instr):
         """Tags of the values ``instr`` pushes, bottom first, or ``None`` when
-        they are all :attr:`Tag.OTHER`.  A function of the opcode and the
+        they are all :attr:`StackTag.OTHER`.  A function of the opcode and the
         leading flag of a tuple argument only (the rewriter caches it)."""
         name = instr.name
         if name == "PUSH_NULL":
-            return [Tag.NULL]
+            return [StackTag.NULL]
         if name == "LOAD_GLOBAL" and instr.arg[0]:
             return self._null_and_value()
         if name == "BEFORE_WITH" or name == "BEFORE_ASYNC_WITH":
-            return [Tag.EXIT, Tag.OTHER]
+            return [StackTag.EXIT, StackTag.OTHER]
         return None
 
     def pushes_null(self, instr):
@@ -252,8 +252,8 @@ class Layer:
 
     def _null_and_value(self):
         if self.null_below_callable:
-            return [Tag.NULL, Tag.OTHER]
-        return [Tag.OTHER, Tag.NULL]
+            return [StackTag.NULL, StackTag.OTHER]
+        return [StackTag.OTHER, StackTag.NULL]
 
     # -- classification -----------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from bytecode import Instr
 
-from .common import Layer, Site, Tag, _below_null_resolution, swap_below
+from .common import Layer, Site, StackTag, _below_null_resolution, swap_below
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
@@ -47,7 +47,7 @@ class Layer311(Layer):
 
     def producer_tags(self, instr):
         if instr.name == "LOAD_METHOD":
-            return [Tag.METHOD, Tag.OTHER]
+            return [StackTag.METHOD, StackTag.OTHER]
         return super().producer_tags(instr)
 
     def is_method_load(self, instr):

@@ -4,7 +4,7 @@ LOAD_SUPER_ATTR, slices as their own opcodes, unary plus as an intrinsic."""
 from bytecode import Instr
 from bytecode.instr import Intrinsic1Op
 
-from .common import Layer, Site, Tag, _below_null_resolution, swap_below
+from .common import Layer, Site, StackTag, _below_null_resolution, swap_below
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
@@ -23,9 +23,9 @@ class Layer312(Layer):
 
     def producer_tags(self, instr):
         if instr.name == "LOAD_ATTR" and instr.arg[0]:
-            return [Tag.METHOD, Tag.OTHER]
+            return [StackTag.METHOD, StackTag.OTHER]
         if instr.name == "LOAD_SUPER_ATTR" and instr.arg[0]:
-            return [Tag.METHOD, Tag.OTHER]
+            return [StackTag.METHOD, StackTag.OTHER]
         return super().producer_tags(instr)
 
     def _load_attr_site(self, instr):

@@ -4,7 +4,7 @@ CALL_KW, truth tests go through TO_BOOL and comparisons may cast to bool."""
 from bytecode import Instr
 from bytecode.instr import Intrinsic1Op
 
-from .common import Layer, Site, Tag, swap_below
+from .common import Layer, Site, StackTag, swap_below
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 _CAST_SUFFIX = "_CAST"
@@ -88,7 +88,7 @@ class Layer313(Layer):
 
     def resolution_depth(self, site, tags):
         callable_depth, _partner_depth = self.call_layout(site)
-        if len(tags) < callable_depth or tags[-callable_depth] is not Tag.OTHER:
+        if len(tags) < callable_depth or tags[-callable_depth] is not StackTag.OTHER:
             return None
         return callable_depth
 
