@@ -36,6 +36,25 @@ _EMPTY = dispatch.Plan.empty
 CACHE_MAX = engine.RESOLUTION_CACHE_MAX
 
 
+class FunctionEntry:
+    """A cached decision (``target``) about a Python function, valid while
+    the function's code, defaults, keyword defaults and names are the ones
+    recorded (the rewritten copy carries them); ``ref``: a weak reference
+    to a closure it is kept for, or None."""
+
+    __slots__ = ("target", "ref", "code", "defaults", "kwdefaults", "name", "qualname")
+
+    def __init__(self, f, target, ref=None):
+        self.target, self.ref = target, ref
+        self.code, self.defaults, self.kwdefaults = f.__code__, f.__defaults__, f.__kwdefaults__
+        self.name, self.qualname = f.__name__, f.__qualname__
+
+    def matches(self, f):
+        return (f.__code__ is self.code and f.__defaults__ is self.defaults
+                and f.__kwdefaults__ is self.kwdefaults and f.__name__ is self.name
+                and f.__qualname__ is self.qualname)
+
+
 class Runtime:
     """Routes the operations of code rewritten for one context."""
 
@@ -115,15 +134,12 @@ class Runtime:
             self._reset()
         if type(f) is _FunctionType:
             entry = self._functions.get(f)
-            if (entry is not None and entry[0] is f.__code__
-                    and entry[1] is f.__defaults__ and entry[3] is f.__kwdefaults__
-                    and entry[4] is f.__name__ and entry[5] is f.__qualname__):
-                return entry[2]
+            if entry is not None and entry.matches(f):
+                return entry.target
             if f.__closure__ is not None:
                 return self._resolve_closure(f)
             target = self._target(f)
-            self._keep(self._functions, f, (f.__code__, f.__defaults__, target,
-                                            f.__kwdefaults__, f.__name__, f.__qualname__))
+            self._keep(self._functions, f, FunctionEntry(f, target))
             return target
         if type(f) is _MethodType:
             # A bound method resolves as its function, bound again.
@@ -151,10 +167,8 @@ class Runtime:
         cached."""
         key = id(f)
         entry = self._closures.get(key)
-        if (entry is not None and entry[0]() is f and entry[1] is f.__code__
-                and entry[2] is f.__defaults__ and entry[4] is f.__kwdefaults__
-                and entry[5] is f.__name__ and entry[6] is f.__qualname__):
-            return entry[3]
+        if entry is not None and entry.ref() is f and entry.matches(f):
+            return entry.target
         target = self._target(f)
         if (self._retained and target is not f and type(target) is _FunctionType
                 and target.__closure__ is f.__closure__):  # the rewritten body
@@ -164,11 +178,10 @@ class Runtime:
 
             def forget(ref, key=key, closures=closures):
                 current = closures.get(key)
-                if current is not None and current[0] is ref:
+                if current is not None and current.ref is ref:
                     del closures[key]
 
-            closures[key] = (weakref.ref(f, forget), f.__code__, f.__defaults__, target,
-                             f.__kwdefaults__, f.__name__, f.__qualname__)
+            closures[key] = FunctionEntry(f, target, weakref.ref(f, forget))
         return target
 
     def method(self, obj, name):
@@ -290,17 +303,11 @@ class Runtime:
         """``function``'s body rewritten for this runtime (cached for
         functions without a closure)."""
         entry = self._bodies.get(function)
-        if (entry is not None and entry[0] is function.__code__
-                and entry[1] is function.__defaults__
-                and entry[3] is function.__kwdefaults__
-                and entry[4] is function.__name__
-                and entry[5] is function.__qualname__):
-            return entry[2]
+        if entry is not None and entry.matches(function):
+            return entry.target
         body = engine.rewritten_function(function, self)
         if function.__closure__ is None:
-            self._keep(self._bodies, function, (function.__code__, function.__defaults__, body,
-                                                function.__kwdefaults__, function.__name__,
-                                                function.__qualname__))
+            self._keep(self._bodies, function, FunctionEntry(function, body))
         return body
 
     def bind(self, template, escapes=False):
