@@ -38,7 +38,7 @@ import sys
 
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
 
-from .rewrite import CONTEXT, NoOverdub, stack_producers, stack_tags, _following
+from .rewrite import CONTEXT, NoOverdub, stack_producers, stack_tags, following
 from .versions import LAYER
 
 __all__ = [
@@ -204,7 +204,7 @@ def call_sites(code):
         element = elements[index]
         site = None
         if isinstance(element, Instr) and tags[index] is not None:
-            site = LAYER.site(element, _following(elements, index))
+            site = LAYER.site(element, following(elements, index))
         if site is None or site.kind not in ("call", "call_kw", "call_ex"):
             index += 1
             continue

@@ -46,7 +46,7 @@ import weakref
 
 from . import dispatch, tagging
 from ._singletons import NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_VALUE_SLOT
-from .tagging import Meta, _TaggedMeta, _allowed_metadata, _make, _tag_of
+from .tagging import Meta, TaggedMeta, allowed_metadata, make_tagged, tag_of
 # Propagation calls the program's primitives (which may call back into its
 # code): its frames keep the program's builtins (see cassette/_builtins.py).
 from ._builtins import (BaseException, KeyError, TypeError, dict, frozenset, getattr, id,
@@ -64,7 +64,7 @@ _get = object.__getattribute__
 
 def _innermost(value):
     """``value`` with every tag, of any context, taken off."""
-    while isinstance(type(value), _TaggedMeta):
+    while isinstance(type(value), TaggedMeta):
         value = _get(value, _VALUE)
     return value
 
@@ -77,17 +77,17 @@ _UNTAGGED = object()
 def _split(value, tag):
     """``(primal, data)``: ``value`` without ``tag`` and the metadata it
     carried (``_UNTAGGED`` when ``value`` is not tagged with ``tag``)."""
-    if _tag_of(value) is tag:
+    if tag_of(value) is tag:
         return _get(value, _VALUE), _get(value, _DATA)
     return value, _UNTAGGED
 
 
 def _primal(value, tag):
-    return _get(value, _VALUE) if _tag_of(value) is tag else value
+    return _get(value, _VALUE) if tag_of(value) is tag else value
 
 
 def _untag_all(args, tag):
-    return tuple(_get(a, _VALUE) if _tag_of(a) is tag else a for a in args)
+    return tuple(_get(a, _VALUE) if tag_of(a) is tag else a for a in args)
 
 
 # -- the records of the bindings cache --------------------------------------------
@@ -318,7 +318,7 @@ def _read_element(tag, record, seq, index, value):
                 # Moved or replaced behind cassette's back: match again.
                 part = _rematched(record, seq)[i]
             if part is not None and part[0] is primal:
-                return _make(tag, value, part[1])
+                return make_tagged(tag, value, part[1])
     return value
 
 
@@ -339,7 +339,7 @@ def record_built(ctx, container):
     if kind is list:
         parts = None
         for i, element in enumerate(container):
-            if _tag_of(element) is tag:
+            if tag_of(element) is tag:
                 if parts is None:
                     parts = [None] * len(container)
                 primal = _get(element, _VALUE)
@@ -349,7 +349,7 @@ def record_built(ctx, container):
             record_parts(ctx, container, parts)
         return container
     if kind is tuple:
-        if not any(_tag_of(element) is tag for element in container):
+        if not any(tag_of(element) is tag for element in container):
             return container
         parts = []
         values = []
@@ -361,7 +361,7 @@ def record_built(ctx, container):
         record_parts(ctx, result, parts)
         return result
     if kind is dict:
-        if not any(_tag_of(v) is tag or _tag_of(k) is tag for k, v in container.items()):
+        if not any(tag_of(v) is tag or tag_of(k) is tag for k, v in container.items()):
             return container
         entries = list(container.items())
         container.clear()
@@ -376,7 +376,7 @@ def record_built(ctx, container):
             _new_record(_cache(ctx), container).items = items
         return container
     if kind is set:
-        if not any(_tag_of(element) is tag for element in container):
+        if not any(tag_of(element) is tag for element in container):
             return container
         elements = list(container)
         container.clear()
@@ -443,7 +443,7 @@ def _read_item(tag, record, key, value):
         except TypeError:
             return value
         if part is not None and part[0] is _innermost(value):
-            return _make(tag, value, part[1])
+            return make_tagged(tag, value, part[1])
     return value
 
 
@@ -594,7 +594,7 @@ def _unpacked_read(ctx, original, read, *rest):
     if len(values) != len(parts):
         return read
     return tuple(value if part is None or part[0] is not _innermost(value)
-                 else _make(tag, value, part[1]) for value, part in zip(values, parts))
+                 else make_tagged(tag, value, part[1]) for value, part in zip(values, parts))
 
 
 def _keywords_read(ctx, original, read):
@@ -709,9 +709,9 @@ def fallback(ctx, callee, primitive, args, kwargs):
     propagate = propagator(callee)
     if propagate is None:
         tag = ctx.tag
-        if any(_tag_of(a) is tag for a in args):
+        if any(tag_of(a) is tag for a in args):
             args = _untag_all(args, tag)
-        if kwargs and any(_tag_of(v) is tag for v in kwargs.values()):
+        if kwargs and any(tag_of(v) is tag for v in kwargs.values()):
             kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
         return primitive(*args, **kwargs)
     return propagate(ctx, primitive, args, kwargs or {})
@@ -760,7 +760,7 @@ def _read_array_element(tag, record, array, key, value):
         return value
     part = record.items.get(index)
     if part is not None and _same_element(part[0], value):
-        return _make(tag, value, part[1])
+        return make_tagged(tag, value, part[1])
     return value
 
 
@@ -866,7 +866,7 @@ def _getattr(ctx, primitive, args, kwargs):
     if not 2 <= len(args) <= 3 or kwargs:
         return _plain(ctx, primitive, args, kwargs)
     tag = ctx.tag
-    if _tag_of(args[0]) is tag and type(args[1]) is str:
+    if tag_of(args[0]) is tag and type(args[1]) is str:
         # ``x.m`` of a tagged value, m a method of its primal class: bound
         # to the tagged value, so that calling it is the operation on m
         # with the tagged value first (see cassette.engine.call_shim).
@@ -880,7 +880,7 @@ def _getattr(ctx, primitive, args, kwargs):
         return out
     part = record.attrs.get(args[1]) if type(args[1]) is str else None
     if part is not None and part[0] is _innermost(out):
-        return _make(tag, out, part[1])
+        return make_tagged(tag, out, part[1])
     return out
 
 
@@ -954,7 +954,7 @@ def _list_pop(ctx, primitive, args, kwargs):
     out = primitive(*args)
     part = parts.pop(args[1] if len(args) > 1 else -1)
     if part is not None and part[0] is _innermost(out):
-        return _make(tag, out, part[1])
+        return make_tagged(tag, out, part[1])
     return out
 
 
@@ -1039,7 +1039,7 @@ def _array_of(ctx, primitive, args, kwargs):
         if record is not None and record.items is not None:
             elements = [_UNTAGGED if p is None else p[1]
                         for p in _sequence_parts(record, source, check=True)]
-        elif any(_tag_of(v) is tag for v in source):
+        elif any(tag_of(v) is tag for v in source):
             elements = [_split(v, tag)[1] for v in source]
             source = type(source)(_primal(v, tag) for v in source)
     out = primitive(source, *_untag_all(args[1:], tag),
@@ -1227,13 +1227,13 @@ def _conversion(ctx, primitive, args, kwargs):
     metadata, converted as :func:`cassette.tag` would for the result's type
     (dropped when that type allows none)."""
     tag = ctx.tag
-    if len(args) != 1 or kwargs or _tag_of(args[0]) is not tag:
+    if len(args) != 1 or kwargs or tag_of(args[0]) is not tag:
         return _plain(ctx, primitive, args, kwargs)
     primal, data = _split(args[0], tag)
     out = primitive(primal)
     if data is NoMetaData:
         return out
-    allowed = _allowed_metadata(type(ctx), type(_innermost(out)))
+    allowed = allowed_metadata(type(ctx), type(_innermost(out)))
     if not isinstance(allowed, type):
         return out
     if not isinstance(_innermost(data), allowed):
@@ -1241,7 +1241,7 @@ def _conversion(ctx, primitive, args, kwargs):
             data = allowed(_innermost(data))
         except BaseException:
             return out
-    return _make(tag, out, data)
+    return make_tagged(tag, out, data)
 
 
 def _concatenating(ctx, primitive, args, kwargs):
@@ -1278,4 +1278,4 @@ _PROPAGATORS = {
 
 dispatch.install_propagation(fallback=fallback, propagator=propagator, slots=TAGGING_SLOTS,
                              record_parts=record_parts)
-tagging._components = components
+tagging.install_components(components)

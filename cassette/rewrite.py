@@ -241,7 +241,7 @@ def _handler_entry(state, try_begin, unknown):
 
 # -- emission ----------------------------------------------------------------
 
-def _following(elements, index, count=3):
+def following(elements, index, count=3):
     """The real instructions directly after ``index`` (stopping at the first
     label or pseudo-instruction)."""
     out = []
@@ -431,7 +431,7 @@ def rewrite_bytecode(bytecode, kinds):
     elements = list(bytecode)
     tags = stack_tags(elements)
     reads_following = LAYER.sites_read_following
-    sites = [LAYER.site(element, _following(elements, index)
+    sites = [LAYER.site(element, following(elements, index)
                         if element.name in reads_following else ())
              if tags[index] is not None and isinstance(element, Instr) else None
              for index, element in enumerate(elements)]

@@ -174,7 +174,7 @@ class BindingsCache:
 _generic_types = weakref.WeakValueDictionary()
 
 
-class _TaggedMeta(type):
+class TaggedMeta(type):
     """Metaclass of :class:`Tagged`: ``Tagged[T]`` names the generic type of
     tagged values wrapping a ``T``."""
 
@@ -188,7 +188,7 @@ class _TaggedMeta(type):
             namespace = _method_shims(primal_type)
             namespace.update({"__slots__": (), "__module__": __name__,
                               "primal_type": primal_type})
-            made = _TaggedMeta(f"Tagged[{primal_type.__qualname__}]", (Tagged,), namespace)
+            made = TaggedMeta(f"Tagged[{primal_type.__qualname__}]", (Tagged,), namespace)
             _generic_types[primal_type] = made
         return made
 
@@ -228,12 +228,12 @@ _OWN = frozenset({_VALUE, _TAG, _DATA})
 
 def _primal(value):
     """``value`` without one level of tag, whichever context's."""
-    if isinstance(type(value), _TaggedMeta):
+    if isinstance(type(value), TaggedMeta):
         return object.__getattribute__(value, _VALUE)
     return value
 
 
-class Tagged(metaclass=_TaggedMeta):
+class Tagged(metaclass=TaggedMeta):
     """A value tagged w.r.t. one context; see the module docstring.  Made by
     :func:`tag` (and by the tagging layer while a tagged run propagates
     metadata), never by calling the class."""
@@ -356,7 +356,7 @@ def _install_delegates():
 _install_delegates()
 
 
-def _make(tag_, value, data):
+def make_tagged(tag_, value, data):
     """``value`` tagged with ``tag_``, carrying metadata ``data`` (not
     checked: the caller converted it)."""
     made = tag_._types.get(type(value))
@@ -372,7 +372,7 @@ _set = object.__setattr__
 _get = object.__getattribute__
 
 
-def _tag_of(value):
+def tag_of(value):
     """The tag of ``value`` if it is tagged (by any context), else None."""
     if type(value) in _type_tags:
         return object.__getattribute__(value, _TAG)
@@ -383,7 +383,7 @@ def _strip_all(value):
     """``value`` with every tag taken off, and the tagged layers removed,
     outermost first."""
     layers = []
-    while isinstance(type(value), _TaggedMeta):
+    while isinstance(type(value), TaggedMeta):
         layers.append(value)
         value = object.__getattribute__(value, _VALUE)
     return value, layers
@@ -391,7 +391,7 @@ def _strip_all(value):
 
 def _rewrap(value, layers):
     for layer in reversed(layers):
-        value = _make(object.__getattribute__(layer, _TAG), value,
+        value = make_tagged(object.__getattribute__(layer, _TAG), value,
                       object.__getattribute__(layer, _DATA))
     return value
 
@@ -443,7 +443,7 @@ def _forget_allowed(generation):
 _dispatch.on_generation_change(_forget_allowed)
 
 
-def _allowed_metadata(context_type, primal_type):
+def allowed_metadata(context_type, primal_type):
     """``context_type.metadatatype(primal_type)``, cached until a context
     class changes."""
     key = (context_type, primal_type)
@@ -466,7 +466,7 @@ def _converted_metadata(ctx, value, data):
     while type(primal_value) in _type_tags:
         primal_value = object.__getattribute__(primal_value, _VALUE)
     primal_type = type(primal_value)
-    allowed = _allowed_metadata(type(ctx), primal_type)
+    allowed = allowed_metadata(type(ctx), primal_type)
     if type(data) is allowed:
         return data
     context_name = type(ctx).__qualname__
@@ -499,7 +499,7 @@ def tag(value, ctx, metadata=NoMetaData):
     if type(value) in _type_tags and _get(value, _TAG) is tag_:
         raise TaggingError(f"tag: the value is already tagged w.r.t. this "
                            f"{type(ctx).__qualname__} context")
-    return _make(tag_, value, _converted_metadata(ctx, value, metadata))
+    return make_tagged(tag_, value, _converted_metadata(ctx, value, metadata))
 
 
 # The functions below are what a tool's handlers call for every operation:
@@ -520,7 +520,7 @@ def untag(x, ctx):
                 return _get(x, _VALUE)
             return x
     tag_ = _require_tagging(ctx, "untag")
-    if _tag_of(x) is tag_:
+    if tag_of(x) is tag_:
         return _get(x, _VALUE)
     return x
 
@@ -534,7 +534,7 @@ def metadata(x, ctx):
                 return _get(x, _DATA)
             return NoMetaData
     tag_ = _require_tagging(ctx, "metadata")
-    return _get(x, _DATA) if _tag_of(x) is tag_ else NoMetaData
+    return _get(x, _DATA) if tag_of(x) is tag_ else NoMetaData
 
 
 def hasmetadata(x, ctx):
@@ -550,14 +550,22 @@ def metameta(x, ctx):
     :func:`tag` gives metadata of the whole, and stores into the tagged
     object's attributes or elements give its components theirs."""
     tag_ = _require_tagging(ctx, "metameta")
-    while _tag_of(x) is tag_:
+    while tag_of(x) is tag_:
         x = untag(x, ctx)
     return _components(x, ctx)
 
 
 def _components(x, ctx):
-    """Replaced by the propagation layer: recorded per-component metadata."""
+    """Recorded per-component metadata: none until the propagation layer
+    is installed (:func:`install_components`)."""
     return NoMetaMeta
+
+
+def install_components(components):
+    """Plug in the propagation layer's ``components(x, ctx)``, which
+    :func:`metameta` answers with.  Called once, when that layer loads."""
+    global _components
+    _components = components
 
 
 def hasmetameta(x, ctx):
@@ -598,11 +606,11 @@ def untag_arguments(ctx, args, kwargs):
     tag_ = ctx.tag
     if tag_ is None:
         return args, kwargs
-    if any(_tag_of(a) is tag_ for a in args):
-        args = tuple(object.__getattribute__(a, _VALUE) if _tag_of(a) is tag_ else a
+    if any(tag_of(a) is tag_ for a in args):
+        args = tuple(object.__getattribute__(a, _VALUE) if tag_of(a) is tag_ else a
                      for a in args)
-    if kwargs and any(_tag_of(v) is tag_ for v in kwargs.values()):
-        kwargs = {k: object.__getattribute__(v, _VALUE) if _tag_of(v) is tag_ else v
+    if kwargs and any(tag_of(v) is tag_ for v in kwargs.values()):
+        kwargs = {k: object.__getattribute__(v, _VALUE) if tag_of(v) is tag_ else v
                   for k, v in kwargs.items()}
     return args, kwargs
 
@@ -634,7 +642,7 @@ def own_mask(ctx, args):
     mask = 0
     bit = 1
     for a in args:
-        if _tag_of(a) is tag_:
+        if tag_of(a) is tag_:
             mask |= bit
         bit <<= 1
     return mask

@@ -90,7 +90,7 @@ def swap_below(count, location):
     return [Instr("SWAP", i, location=location) for i in range(count + 1, 1, -1)]
 
 
-def _below_null_resolution(layout, tags):
+def below_null_resolution(layout, tags):
     """3.11/3.12: a call's two slots are ``[NULL, callable]`` or, in method
     form, ``[callable, self]`` (a generator expression's function and its
     iterator take that form too)."""

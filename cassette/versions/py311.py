@@ -2,7 +2,7 @@
 
 from bytecode import Instr
 
-from .common import Layer, Site, StackTag, _below_null_resolution, swap_below
+from .common import Layer, Site, StackTag, below_null_resolution, swap_below
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
@@ -79,7 +79,7 @@ class Layer311(Layer):
         return site.detail + 1, site.detail + 2
 
     def resolution_depth(self, site, tags):
-        return _below_null_resolution(self.call_layout(site), tags)
+        return below_null_resolution(self.call_layout(site), tags)
 
     def for_exhausted(self, target, location):
         return [Instr("POP_TOP", location=location),

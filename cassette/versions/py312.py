@@ -4,7 +4,7 @@ LOAD_SUPER_ATTR, slices as their own opcodes, unary plus as an intrinsic."""
 from bytecode import Instr
 from bytecode.instr import Intrinsic1Op
 
-from .common import Layer, Site, StackTag, _below_null_resolution, swap_below
+from .common import Layer, Site, StackTag, below_null_resolution, swap_below
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
@@ -64,7 +64,7 @@ class Layer312(Layer):
         return site.detail + 1, site.detail + 2
 
     def resolution_depth(self, site, tags):
-        return _below_null_resolution(self.call_layout(site), tags)
+        return below_null_resolution(self.call_layout(site), tags)
 
     def for_exhausted(self, target, location):
         # The loop's exit label is its END_FOR, which pops iterator and value.
