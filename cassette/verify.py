@@ -565,8 +565,8 @@ class _Checker:
             elif isinstance(element, TryEnd):
                 element = TryEnd(copies.setdefault(id(element.entry), element.entry.copy()))
             items.append(element)
-        out = Bytecode()
-        out._copy_attr_from(self.bytecode)
+        out = self.bytecode.copy()      # with the code's attributes
+        list.clear(out)
         list.extend(out, items)
         return out
 
