@@ -2574,6 +2574,11 @@ cdef object _redirect(object runtime, object func, PyObject **args, size_t nargs
         # What a descriptor gives the interpreter it may call next (a
         # special method's descriptor returning a closure).
         cassette_route_one(result)
+    elif type(result) is FunctionType:
+        # What C code gets from a Python function it called, it may call
+        # next (3.11's re._subx returns the function the matcher calls for
+        # each match).
+        cassette_route_one(result)
     return result
 
 

@@ -86,6 +86,9 @@ _CALLED_BY_NAME = {
     "asyncio.base_tasks": ("_task_repr", "_task_get_stack", "_task_print_stack"),
     "asyncio.base_futures": ("_future_repr",),
     "asyncio.events": ("get_event_loop_policy",),
+    # re.sub with a template string: _sre calls re._subx (3.11) or
+    # re._compile_template (3.12+) by name.
+    "re": ("_subx", "_compile_template"),
     # int <-> str conversions of huge numbers (int(s), str(n)).
     "_pylong": ALL_FUNCTIONS,
     # C extension modules build their named tuples at import (_decimal).

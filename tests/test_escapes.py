@@ -438,3 +438,20 @@ def test_python_code_called_from_c_does_not_escape(program, make):
     assert out == expected
     if not PURE:
         assert escapes.total == 0, escapes.report()
+
+
+@pytest.mark.skipif(PURE, reason="the pure-Python runtime has no routing: C-made calls escape")
+def test_re_sub_with_a_template_runs_overdubbed():
+    """re.sub with a template string: the regular-expression engine calls
+    re's Python helpers by name (3.11: ``_subx``, which returns the function
+    it then calls for each match; 3.12+: ``_compile_template``)."""
+    import re
+
+    def substitute(text):
+        return re.sub(r"(a)(b)?", r"\1-\2", text)
+
+    plain = substitute("aab x")
+    with cassette.count_escapes() as escapes:
+        dubbed = cassette.overdub(Counting(metadata=[]), substitute, "aab x")
+    assert dubbed == plain == "a-a-b x"
+    assert escapes.total == 0, escapes.frames.most_common(3)
