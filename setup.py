@@ -5,9 +5,10 @@ declares the extension, which setuptools cannot yet express declaratively.
 
 Set ``CASSETTE_FORCE_CYTHON=1`` to regenerate the C source even when Cython's
 timestamps say it is up to date (``tools/dev.py`` does this whenever the
-.pyx/.pxd sources changed, so a rebuild is never skipped).
+.pyx/.pxd/.pxi/.h sources changed, so a rebuild is never skipped).
 """
 
+import glob
 import os
 import sys
 
@@ -21,14 +22,16 @@ if not os.path.exists(os.path.join(HERE, PYX)):
 
 from Cython.Build import cythonize  # noqa: E402  (after the clear error above)
 
-# The interpreter internals the core relies on, one branch per release.
-COMPAT = os.path.join("cassette", "_compat.h")
+# The parts of the core: its Cython (.pxi) and C headers (.h), among them
+# compat.h, the interpreter internals it relies on, one branch per release.
+PARTS = sorted(glob.glob(os.path.join("cassette", "_core_src", "*")))
+PARTS.append(os.path.join("cassette", "_core.pxd"))
 
-# Warnings on: the C of the core (its header and the C blocks of the .pyx)
-# must compile without any on every supported release.
+# Warnings on: the core's C (its headers and what Cython generates from the
+# .pyx) must compile without any in our files on every supported release.
 WARNINGS = [] if sys.platform == "win32" else ["-Wall", "-Wextra"]
 
-extensions = [Extension("cassette._core", [PYX], depends=[COMPAT],
+extensions = [Extension("cassette._core", [PYX], depends=PARTS,
                         extra_compile_args=WARNINGS)]
 
 setup(

@@ -277,7 +277,7 @@ def is_library_code(code):
     directory = os.path.dirname(filename)
     answer = _library_files[filename] = (directory == _PACKAGE_DIR
                                          or directory.startswith(_PACKAGE_DIR + os.sep)
-                                         or filename.startswith(_CORE_PREFIX))
+                                         or filename.startswith(_CORE_SOURCES))
     return answer
 
 
@@ -303,8 +303,10 @@ def acting_for_program_codes():
     return tuple(_acting_for_program)
 
 
-# Cython names the core's traceback entries by this relative path.
-_CORE_PREFIX = os.path.join("cassette", "_core.")
+# Cython names the core's traceback entries by the relative paths of its
+# sources: the module file and the parts in _core_src/.
+_CORE_SOURCES = (os.path.join("cassette", "_core."),
+                 os.path.join("cassette", "_core_src", ""))
 
 
 def drop_library_entries(exception):

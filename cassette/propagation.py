@@ -328,7 +328,7 @@ def _with_parts(cache, result, parts):
     return result
 
 
-# -- adoption: containers built with tagged values inside --------------------------
+# -- containers built with tagged values inside -----------------------------------
 
 def record_built(ctx, container):
     """``container`` (just built by the program) with the values tagged

@@ -160,6 +160,25 @@ def test_reraise_in_finally_inside_except(ctx):
         assert type(cassette.overdub(ctx, program)) is Held
 
 
+# Cython names a traceback entry of the core by the relative path of the
+# source file it was written in: every one of them is the library's, so that
+# no entry of the core is left in a traceback the program sees (pyparsing
+# counts the entries to learn how many arguments a parse action takes).
+def test_every_source_of_the_core_names_library_entries():
+    import pathlib
+
+    from cassette import callables
+
+    package = pathlib.Path(cassette.__file__).parent
+    sources = [package / "_core.pyx", *sorted((package / "_core_src").glob("*.pxi"))]
+    assert len(sources) >= 6
+    for source in sources:
+        relative = str(source.relative_to(package.parent))
+        code = compile("pass", relative, "exec")
+        assert callables.is_library_code(code), relative
+    assert not callables.is_library_code(compile("pass", "program/_core_src/x.pxi", "exec"))
+
+
 # test_exceptions.PEP626Tests, test_raise.TestTracebackType.test_attrs and
 # test_contextlib's traceback tests read the tracebacks of exceptions the
 # program catches: cassette's own frames must not be in them.

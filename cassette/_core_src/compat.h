@@ -1,4 +1,5 @@
-/* What the Cython core (cassette/_core.pyx) reads or changes inside the
+/* What the Cython core (cassette/_core.pyx and the headers beside this one)
+   reads or changes inside the
    interpreter: frames, recursion counters, function versions, type version
    tags and the private lookups the interpreter's own instructions use.
    Each is written once per supported CPython release, in an explicit
@@ -20,7 +21,7 @@
 #elif PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
 #define CASSETTE_PY 313
 #else
-#error "cassette/_compat.h has no branch for this CPython release (supported: 3.11, 3.12, 3.13)"
+#error "cassette/_core_src/compat.h has no branch for this CPython release (supported: 3.11, 3.12, 3.13)"
 #endif
 
 

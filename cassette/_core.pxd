@@ -1,0 +1,95 @@
+# The C interface of the Cython core (cassette/_core.pyx): the interpreter
+# functions it calls, and the functions of its own C headers in
+# cassette/_core_src/, each header one concern (see docs/architecture.md).
+
+from cpython.object cimport PyObject, PyTypeObject
+
+cdef extern from "Python.h":
+    ctypedef struct PyFunctionObject:
+        PyObject *func_code
+        PyObject *func_defaults
+        PyObject *func_closure
+        PyObject *func_kwdefaults
+        PyObject *func_name
+        PyObject *func_qualname
+    PyObject *PyEval_GetGlobals()
+    Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
+    object PyWeakref_NewRef(object, object)
+    object PyMethod_New(object, object)
+    PyObject *PyMethod_GET_FUNCTION(object)
+    PyObject *PyMethod_GET_SELF(object)
+    object PyLong_FromVoidPtr(void *)
+    PyObject *PyDict_GetItemWithError(object, object) except? NULL
+    object PyObject_Vectorcall(object, PyObject **, size_t, PyObject *)
+    object PyObject_VectorcallDict(object, PyObject **, size_t, object)
+    PyTypeObject *Py_TYPE(object)
+    # Declared without an exception value: the callers check and clear.
+    Py_ssize_t PyLong_AsSsize_t(object)
+    PyObject *PyErr_Occurred()
+    void PyErr_Clear()
+
+# What the core reads or changes inside the interpreter, one branch per
+# supported release (see the header).  Included before every block below.
+cdef extern from "_core_src/compat.h":
+    PyObject *cassette_type_lookup(PyTypeObject *, object)
+    int cassette_get_method(object obj, object name, PyObject **out) except -1
+    void cassette_credit_python_frames(int count)
+    PyObject *cassette_weakref_target(object ref)
+
+
+cdef extern from "_core_src/budget.h":
+    object cassette_credited_call(object f, object args, object kwargs)
+    object cassette_primitive_call_tuple(object f, tuple args, object kwargs)
+    int cassette_handler_credit(object handler)
+    void cassette_note_builtin_len(object len)
+
+
+cdef extern from "_core_src/entry.h":
+    object cassette_make_entry(object state, object module_name)
+
+
+cdef extern from "_core_src/routing.h":
+    void *cassette_current_frame()
+    void *cassette_set_barrier(void *frame)
+    void *cassette_set_handler(void *handler)
+    object cassette_handler_being_called()
+    bint cassette_is_barrier(object frame)
+    int cassette_class_seen(PyTypeObject *tp)
+    void cassette_class_saw(PyTypeObject *tp)
+    int cassette_route_one(object arg) except -1
+    void cassette_install_argument_routing(object route_argument, object partial_type,
+                                           object method_wrapper_type)
+    void cassette_install_routing(object runtime_type, object acting_codes, void *redirect,
+                                  object sample_function, object entries_dropped)
+    object cassette_frame_runtime(object frame)
+    int cassette_route_function(object func, int protocol)
+    bint cassette_is_routed(object func)
+    object cassette_plain_call(object func, PyObject **args, size_t nargsf, PyObject *kwnames)
+
+
+cdef extern from "_core_src/objects.h":
+    object cassette_dropself_new(object target)
+    object cassette_primitive_new(object target)
+    void cassette_enable_vectorcall(object type, Py_ssize_t offset)
+    object cassette_primitive_named(object target, object named)
+    void cassette_install_slot_entries(void *operation, void *propagation)
+    object cassette_operation_slot(object site)
+    object cassette_propagation_slot(object site)
+    void cassette_install_tagged_call(void *call, object type)
+
+
+cdef extern from "_core_src/sites.h":
+    bint cassette_builtin_instance(object obj)
+    bint cassette_recordless(object obj)
+    PyObject *cassette_cached_handler(tuple cache, object ta, object tb, object tc,
+                                      object mask)
+    Py_ssize_t cassette_refcount(PyObject *obj)
+
+
+cdef extern from "_core_src/tagging.h":
+    Py_ssize_t cassette_slot_offset(object descr)
+    PyObject *cassette_slot_get(object obj, Py_ssize_t offset)
+    object cassette_slots_new(object type, Py_ssize_t o1, object v1, Py_ssize_t o2, object v2,
+                              Py_ssize_t o3, object v3)
+    bint cassette_tag_slot_known(PyTypeObject *tp)
+    void cassette_tag_slot_found(PyTypeObject *tp)

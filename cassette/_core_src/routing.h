@@ -1,0 +1,335 @@
+/* Routing: the trampoline that makes a Python function the interpreter
+   calls on behalf of rewritten code run as an operation of that code's
+   runtime, the barrier of handlers, and the routing of what primitives are
+   handed (their arguments, the sys hooks). */
+
+#ifndef CASSETTE_CORE_ROUTING_H
+#define CASSETTE_CORE_ROUTING_H
+
+#include "compat.h"
+
+/* Routing.  The interpreter calls Python functions on its own -- the
+   Python __add__ behind `a + b`, a sort key, a property getter, an
+   __init_subclass__ -- through the function's vectorcall entry.  A
+   *routed* function has that entry replaced by cassette_trampoline,
+   which asks on whose behalf the call is made: when the running frame
+   (past cassette's own frames) runs rewritten code, the call is an
+   operation of that code's runtime and its body runs overdubbed;
+   otherwise the function runs exactly as it always does.  Routing
+   changes nothing a program can observe: the function object, its code
+   and its attributes stay the same.
+
+   The barrier: a handler written in Python runs in frames of its own,
+   which are not rewritten, so what the interpreter calls for it stays
+   its own (reference §3.2).  A handler that is C code (a builtin such as
+   print used as a hook) has no frame: while it runs, the frame that
+   called it is the barrier, and calls made while it is the running
+   frame are the handler's, not the program's. */
+#if defined(_MSC_VER)
+#define CASSETTE_THREAD_LOCAL __declspec(thread)
+#else
+#define CASSETTE_THREAD_LOCAL _Thread_local
+#endif
+
+static CASSETTE_THREAD_LOCAL void *cassette_barrier = NULL;
+static PyTypeObject *cassette_runtime_type = NULL;
+/* The interpreter's own vectorcall entry of Python functions (read
+   from a function at install: 3.13 no longer exports its name). */
+static vectorcallfunc cassette_function_vectorcall = NULL;
+static PyObject *cassette_acting_codes = NULL;
+static PyObject *(*cassette_redirect)(PyObject *, PyObject *, PyObject *const *,
+                                      size_t, PyObject *) = NULL;
+
+static inline void *cassette_set_barrier(void *frame) {
+    void *previous = cassette_barrier;
+    cassette_barrier = frame;
+    return previous;
+}
+
+/* The handler a runtime is calling on this thread (borrowed; compared
+   only): the escape counter tells a handler's first frame by it. */
+static CASSETTE_THREAD_LOCAL void *cassette_handler = NULL;
+
+static inline void *cassette_set_handler(void *handler) {
+    void *previous = cassette_handler;
+    cassette_handler = handler;
+    return previous;
+}
+
+/* Is `frame` (a frame object) the barrier: the frame whose calls,
+   while a handler is being called, are the handler's?  The escape
+   counter asks. */
+static int cassette_is_barrier(PyObject *frame) {
+    return cassette_barrier != NULL && PyFrame_Check(frame)
+        && cassette_frame_of(frame) == cassette_barrier;
+}
+
+static PyObject *cassette_handler_being_called(void) {
+    PyObject *handler = cassette_handler == NULL ? Py_None : (PyObject *)cassette_handler;
+    Py_INCREF(handler);
+    return handler;
+}
+
+/* The runtime a code object was rewritten for (its last constant), or
+   NULL; borrowed. */
+static inline PyObject *cassette_code_runtime(PyCodeObject *code) {
+    PyObject *consts = code->co_consts;
+    Py_ssize_t n = PyTuple_GET_SIZE(consts);
+    if (n == 0 || cassette_runtime_type == NULL) return NULL;
+    PyObject *last = PyTuple_GET_ITEM(consts, n - 1);
+    return Py_TYPE(last) == cassette_runtime_type ? last : NULL;
+}
+
+/* Is `code` one of the library's functions acting for the program (its
+   frames are looked past)? */
+static inline int cassette_acts_for_program(PyCodeObject *code) {
+    if (cassette_acting_codes == NULL) return 0;
+    Py_ssize_t n = PyTuple_GET_SIZE(cassette_acting_codes);
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (PyTuple_GET_ITEM(cassette_acting_codes, i) == (PyObject *)code) return 1;
+    return 0;
+}
+
+/* The runtime on whose behalf `frame` (a new reference, consumed) runs:
+   the runtime of its code if it was rewritten, else -- when it is one
+   of the library's functions acting for the program -- that of the
+   frame that called it; NULL when the program is not being overdubbed
+   there. */
+static PyObject *cassette_runtime_from(PyFrameObject *frame) {
+    while (frame != NULL) {
+        PyCodeObject *code = PyFrame_GetCode(frame);
+        PyObject *runtime = cassette_code_runtime(code);
+        int acting = runtime == NULL && cassette_acts_for_program(code);
+        Py_DECREF(code);
+        if (runtime != NULL) {
+            Py_INCREF(runtime);
+            Py_DECREF(frame);
+            return runtime;
+        }
+        if (!acting) break;
+        PyFrameObject *back = PyFrame_GetBack(frame);
+        Py_DECREF(frame);
+        frame = back;
+    }
+    Py_XDECREF(frame);
+    return NULL;
+}
+
+/* The runtime on whose behalf the running frame runs (a new reference),
+   or NULL, with an exception set only on failure. */
+static PyObject *cassette_running_runtime(void) {
+    PyFrameObject *frame = PyEval_GetFrame();
+    if (frame == NULL) return NULL;
+    Py_INCREF(frame);
+    return cassette_runtime_from(frame);
+}
+
+/* For Python: the runtime on whose behalf `frame` runs, or None. */
+static PyObject *cassette_frame_runtime(PyObject *frame) {
+    Py_INCREF(frame);
+    PyObject *runtime = cassette_runtime_from((PyFrameObject *)frame);
+    if (runtime == NULL && !PyErr_Occurred()) {
+        Py_INCREF(Py_None);
+        return Py_None;
+    }
+    return runtime;
+}
+
+/* callables.library_entries_dropped: a traceback without its leading
+   entries of cassette's own frames. */
+static PyObject *cassette_entries_dropped = NULL;
+
+/* An exception leaving a routed call through the trampoline carries
+   the entries of the core's frames it passed; the interpreter that
+   called the function may keep or drop the traceback by whether there
+   is one (3.11 normalizing an exception raised from C keeps the one it
+   had when instantiating fails without a traceback), so it gets the
+   traceback a plain call would give. */
+static void cassette_drop_library_entries(void) {
+    PyObject *type, *value, *tb;
+    if (cassette_entries_dropped == NULL) return;
+    PyErr_Fetch(&type, &value, &tb);
+    if (tb != NULL) {
+        PyObject *kept = PyObject_CallOneArg(cassette_entries_dropped, tb);
+        if (kept == NULL) {
+            PyErr_Clear();
+        } else {
+            Py_DECREF(tb);
+            if (kept == Py_None) {
+                Py_DECREF(kept);
+                kept = NULL;
+            }
+            tb = kept;
+        }
+    }
+    PyErr_Restore(type, value, tb);
+}
+
+static PyObject *cassette_trampoline(PyObject *func, PyObject *const *args,
+                                     size_t nargsf, PyObject *kwnames) {
+    if (cassette_redirect != NULL && cassette_current_frame() != cassette_barrier) {
+        PyObject *runtime = cassette_running_runtime();
+        if (runtime != NULL) {
+            PyObject *result = cassette_redirect(runtime, func, args, nargsf, kwnames);
+            Py_DECREF(runtime);
+            if (result == NULL) cassette_drop_library_entries();
+            return result;
+        }
+        if (PyErr_Occurred()) return NULL;
+    }
+    return cassette_function_vectorcall(func, args, nargsf, kwnames);
+}
+
+/* Route a Python function: 1 if done now, 0 if it was routed already or
+   has a vectorcall entry of its own (another tool's).
+
+   The interpreter also calls Python functions without their vectorcall
+   entry: a specialized CALL of a Python function pushes its frame
+   directly, and so do the specializations of `obj[i]` (a Python
+   __getitem__), property loads and, on 3.13, instantiation (__init__).
+   A Python-to-Python call needs no routing (rewritten code resolves its
+   calls), so plain functions keep their specializations and run as fast
+   as ever from un-rewritten code; a *protocol* function (a special
+   method or a property accessor) must not be inlined by a protocol
+   specialization (cassette_route_protocol_function). */
+static int cassette_route_function(PyObject *func, int protocol) {
+    if (Py_TYPE(func) != &PyFunction_Type) return 0;
+    PyFunctionObject *f = (PyFunctionObject *)func;
+    int routed = f->vectorcall == cassette_trampoline;
+    if (!routed && (f->vectorcall == NULL || f->vectorcall != cassette_function_vectorcall))
+        return 0;
+    if (protocol) {
+        int done = cassette_route_protocol_function(f, cassette_trampoline, routed);
+        if (done >= 0) return done;
+    }
+    if (routed) return 0;
+    f->vectorcall = cassette_trampoline;
+    return 1;
+}
+
+static inline int cassette_is_routed(PyObject *func) {
+    return Py_TYPE(func) == &PyFunction_Type
+        && ((PyFunctionObject *)func)->vectorcall == cassette_trampoline;
+}
+
+static PyObject *cassette_plain_call(PyObject *func, PyObject *const *args,
+                                     size_t nargsf, PyObject *kwnames) {
+    return cassette_function_vectorcall(func, args, nargsf, kwnames);
+}
+
+/* Installed at import: the runtime type, the code objects of the
+   library's functions that act for the program (a tuple the module
+   keeps alive), the function running a routed call as an operation and
+   callables.library_entries_dropped. */
+static void cassette_install_routing(PyObject *runtime_type, PyObject *acting_codes,
+                                     void *redirect, PyObject *sample_function,
+                                     PyObject *entries_dropped) {
+    Py_INCREF(entries_dropped);
+    cassette_entries_dropped = entries_dropped;
+    cassette_function_vectorcall = ((PyFunctionObject *)sample_function)->vectorcall;
+    cassette_runtime_type = (PyTypeObject *)runtime_type;
+    cassette_acting_codes = acting_codes;
+    cassette_redirect = (PyObject *(*)(PyObject *, PyObject *, PyObject *const *,
+                                       size_t, PyObject *))redirect;
+}
+
+/* Arguments of primitives.  A C function the program calls may call
+   back into Python: the callables it is handed (a sort key, a map
+   function) and the methods of the classes of its arguments (heappush
+   compares items).  Before a primitive runs, each argument that could
+   lead there is handed to routing.route_argument -- once per class
+   version and per function, thanks to a small table of classes already
+   seen (a class's version tag changes whenever the class does). */
+#define CASSETTE_SEEN_SIZE 512
+typedef struct { PyTypeObject *type; unsigned int version; } CassetteSeen;
+static CassetteSeen cassette_seen[CASSETTE_SEEN_SIZE];
+static PyObject *cassette_route_argument = NULL;   /* routing.route_argument */
+static PyTypeObject *cassette_partial_type = NULL;
+static PyTypeObject *cassette_method_wrapper_type = NULL;
+
+static inline int cassette_class_seen(PyTypeObject *tp) {
+    unsigned int version = cassette_class_version(tp);
+    if (version == 0) return 0;
+    CassetteSeen *slot = &cassette_seen[((uintptr_t)tp >> 4) % CASSETTE_SEEN_SIZE];
+    return slot->type == tp && slot->version == version;
+}
+
+static inline void cassette_class_saw(PyTypeObject *tp) {
+    unsigned int version = cassette_class_version(tp);
+    if (version == 0)
+        return;
+    CassetteSeen *slot = &cassette_seen[((uintptr_t)tp >> 4) % CASSETTE_SEEN_SIZE];
+    slot->type = tp;
+    slot->version = version;
+}
+
+/* 0, or -1 with an exception set. */
+static int cassette_route_one(PyObject *arg) {
+    PyTypeObject *tp = Py_TYPE(arg);
+    PyTypeObject *cls = NULL;   /* the class to note as seen */
+    if (tp == &PyFunction_Type) {
+        if (((PyFunctionObject *)arg)->vectorcall != cassette_function_vectorcall)
+            return 0;
+    } else if (tp == &PyMethod_Type) {
+        PyObject *func = PyMethod_GET_FUNCTION(arg);
+        PyObject *self = PyMethod_GET_SELF(arg);
+        if ((Py_TYPE(func) != &PyFunction_Type
+                || ((PyFunctionObject *)func)->vectorcall != cassette_function_vectorcall)
+                && (!(Py_TYPE(self)->tp_flags & Py_TPFLAGS_HEAPTYPE)
+                    || cassette_class_seen(Py_TYPE(self))))
+            return 0;
+    } else if (PyType_Check(arg)) {
+        cls = (PyTypeObject *)arg;
+        if (!(cls->tp_flags & Py_TPFLAGS_HEAPTYPE) || cassette_class_seen(cls)) return 0;
+    } else if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) {
+        if (cassette_class_seen(tp)) return 0;
+        cls = tp;
+    } else if (tp != cassette_partial_type && tp != cassette_method_wrapper_type) {
+        return 0;
+    }
+    if (cassette_route_argument == NULL) return 0;
+    /* Routing is the library's business: whatever goes wrong in it
+       (memory) must not become the program's exception. */
+    PyObject *done = PyObject_CallOneArg(cassette_route_argument, arg);
+    if (done == NULL) PyErr_Clear(); else Py_DECREF(done);
+    if (cls != NULL) cassette_class_saw(cls);
+    return 0;
+}
+
+static int cassette_route_arguments(PyObject *const *args, Py_ssize_t nargs,
+                                    PyObject *kwnames) {
+    Py_ssize_t total = nargs + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    for (Py_ssize_t i = 0; i < total; i++)
+        if (cassette_route_one(args[i]) < 0) return -1;
+    return 0;
+}
+
+/* The sys hooks the interpreter calls from C (sys.unraisablehook,
+   sys.excepthook) may have been installed by overdubbed code a moment
+   ago, by a plain store that no site saw: the audit event raised just
+   before the call names the hook, which is routed then. */
+static int cassette_audit(const char *event, PyObject *args, void *data) {
+    (void)data;
+    if (event[0] != 's' || cassette_route_argument == NULL
+            || (strcmp(event, "sys.unraisablehook") != 0
+                && strcmp(event, "sys.excepthook") != 0)
+            || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) < 1)
+        return 0;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    if (cassette_route_one(PyTuple_GET_ITEM(args, 0)) < 0) PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+    return 0;
+}
+
+static void cassette_install_argument_routing(PyObject *route_argument,
+                                              PyObject *partial_type,
+                                              PyObject *method_wrapper_type) {
+    Py_XINCREF(route_argument);
+    cassette_route_argument = route_argument;
+    cassette_partial_type = (PyTypeObject *)partial_type;
+    cassette_method_wrapper_type = (PyTypeObject *)method_wrapper_type;
+    PySys_AddAuditHook(cassette_audit, NULL);
+}
+
+#endif  /* CASSETTE_CORE_ROUTING_H */

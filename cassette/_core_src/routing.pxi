@@ -1,0 +1,79 @@
+# Routing, the Python side: the redirect a routed call takes, and the
+# functions cassette.routing calls.
+#
+# Part of cassette/_core.pyx (included there; see its map).
+
+# -- routing (see the comment on cassette_trampoline) -----------------------
+
+# Interned, as the names of functions a ``def`` makes are: compared by identity.
+cdef object _GET_NAME = sys.intern("__get__")
+
+
+cdef object _redirect(object runtime, object func, PyObject **args, size_t nargsf,
+                      PyObject *kwnames):
+    """A routed function called by the interpreter on behalf of rewritten
+    code: an operation of that code's runtime."""
+    target = (<Runtime>runtime)._resolve(func)
+    if target is func:
+        return cassette_plain_call(func, args, nargsf, kwnames)
+    result = PyObject_Vectorcall(target, args, nargsf, kwnames)
+    if (<PyFunctionObject *>func).func_name == <PyObject *>_GET_NAME:
+        # What a descriptor gives the interpreter it may call next (a
+        # special method's descriptor returning a closure).
+        cassette_route_one(result)
+    elif type(result) is FunctionType:
+        # What C code gets from a Python function it called, it may call
+        # next (3.11's re._subx returns the function the matcher calls for
+        # each match).
+        cassette_route_one(result)
+    return result
+
+
+
+cdef tuple _ACTING_CODES = callables.acting_for_program_codes()
+
+
+
+
+def route(function, protocol=False):
+    """Route ``function`` (a Python function): from now on, when the
+    interpreter calls it on behalf of overdubbed code, it runs overdubbed.
+    ``protocol``: the interpreter may call it through a protocol (a special
+    method, a property accessor), which must then not be inlined.  True if
+    routing changed by this call."""
+    return cassette_route_function(function, 1 if protocol else 0) == 1
+
+
+def is_routed(function):
+    """True when ``function`` is routed."""
+    return cassette_is_routed(function)
+
+
+def handler_being_called():
+    """The handler a runtime is calling on this thread, or None."""
+    return cassette_handler_being_called()
+
+
+def is_barrier(frame):
+    """True when ``frame`` is calling a handler that has no frame of its own
+    yet (or never will: one written in C): what the interpreter starts from
+    ``frame`` meanwhile — the handler's ``**kwargs`` hashing a key, say — is
+    the handler's, not the program's."""
+    return cassette_is_barrier(frame)
+
+
+def frame_runtime(frame):
+    """The runtime on whose behalf ``frame`` runs, or None: the runtime its
+    code was rewritten for, looking past the library's frames that act for
+    the program, and None for the frame running a handler."""
+    return cassette_frame_runtime(frame)
+
+
+def class_seen(cls):
+    """True when this version of ``cls`` was noted by :func:`note_class_seen`."""
+    return bool(cassette_class_seen(<PyTypeObject *>cls))
+
+
+def note_class_seen(cls):
+    """Note that the current version of ``cls`` was routed."""
+    cassette_class_saw(<PyTypeObject *>cls)

@@ -1,0 +1,639 @@
+# The Runtime: one overdub call's state, its call-site resolution caches
+# (FunctionEntry), hooks and fallbacks.
+#
+# Part of cassette/_core.pyx (included there; see its map).
+
+cdef object FunctionType = types.FunctionType
+cdef object MethodType = types.MethodType
+cdef object MethodWrapperType = types.MethodWrapperType
+cdef object _split_bound = callables.split_bound
+cdef object BuiltinFunctionType = types.BuiltinFunctionType
+cdef object MethodDescriptorType = types.MethodDescriptorType
+cdef object WrapperDescriptorType = types.WrapperDescriptorType
+cdef object NO_SELF = callables.NO_SELF
+cdef object EMPTY = dispatch.Plan.empty
+cdef object _EXHAUSTED = EXHAUSTED
+cdef object _OverdubInstead = OverdubInstead
+cdef object _dispatch_module = dispatch
+cdef object _is_stable = callables.is_stable
+cdef object _lookup = callables.lookup_on_type
+cdef object _remove_library_entries = callables.remove_library_entries
+cdef object _is_method_descriptor = callables.is_method_descriptor
+cdef object _is_frame_sensitive = callables.is_frame_sensitive
+cdef object _route_class = routing.route_class
+cdef object _route_callee = routing.route_callee
+cdef object _operation_has_body = engine.operation_has_body
+
+cdef Py_ssize_t _generation = -1
+
+#: Frames lent to cassette's own Python helpers (see ``_own``).
+cdef int _LENT_FRAMES = 50
+
+
+cdef object _own(object helper, Py_ssize_t nargs, object first, object second):
+    """``helper(first)`` or ``helper(first, second)`` (``nargs``): cassette's
+    own Python work done for the program (a lookup, a rewrite, routing a
+    class), with frames lent for it.  The program may be at its recursion
+    limit where a plain run needs no frame at all (a first call, a `with`,
+    an exception handler): cassette's frames must not fail there, nor spend
+    the program's budget.  Unlike raising the limit, taking the frames back
+    never fails, even at a depth above the program's limit, and other
+    threads keep their budgets.  The helper must not run program code
+    (which would then get the lent frames too)."""
+    cdef PyObject *stack[2]
+    stack[0] = <PyObject *>first
+    stack[1] = <PyObject *>second
+    cassette_credit_python_frames(_LENT_FRAMES)
+    try:
+        return PyObject_Vectorcall(helper, stack, nargs, NULL)
+    finally:
+        cassette_credit_python_frames(-_LENT_FRAMES)
+
+cdef Py_ssize_t CACHE_MAX = engine.RESOLUTION_CACHE_MAX
+
+#: How many records of lists and tuples a runtime remembers (see
+#: ``Runtime._record_of``).
+cdef enum:
+    RECENT_RECORDS_BITS = 5
+    RECENT_RECORDS = 1 << RECENT_RECORDS_BITS
+
+
+def _on_generation_change(Py_ssize_t generation):
+    global _generation
+    _generation = generation
+
+
+
+# Slots whose value is a method of the runtime (the rest are operations).
+cdef dict _STRUCTURAL = STRUCTURAL_SLOTS
+
+# The arrangements of operations.ARRANGED_SITES, as the codes the operation
+# sites switch on (0: the stack order is the arguments' order).
+cdef dict _ARRANGEMENT_CODES = {"swap": 1, "value_last": 2, "slice": 3, "slice_value_last": 4}
+
+
+cdef inline bint _any_tagged(tuple args):
+    for arg in args:
+        if _is_tagged(arg):
+            return True
+    return False
+
+
+cdef inline bint _all_builtin(tuple args):
+    """True when every operand is an instance of a builtin (non-heap) type
+    and none is a class: no operand's class can implement the operation in
+    Python (the cheap half of ``engine.operation_has_body``)."""
+    for arg in args:
+        # A tagged value: its primal value decides.
+        if not cassette_builtin_instance(_innermost(arg)):
+            return False
+    return True
+
+
+cdef tuple _split_selector(selector):
+    """``(handler that always wins, selector, its cache by types)``."""
+    if selector is None:
+        return (None, None, None)
+    if selector.unconditional is not None:
+        return (selector.unconditional, None, None)
+    return (None, selector, selector.by_types)
+
+
+cdef class FunctionEntry:
+    """A cached decision about a Python function, valid while the function's
+    code, defaults, keyword defaults and names are the ones recorded (the
+    rewritten copy carries them)."""
+
+    cdef object ref, target
+    cdef PyObject *code
+    cdef PyObject *defaults
+    cdef PyObject *kwdefaults
+    cdef PyObject *name
+    cdef PyObject *qualname
+    cdef tuple keep      # holds the recorded objects alive
+
+    cdef record(self, f):
+        cdef PyFunctionObject *function = <PyFunctionObject *>f
+        self.code = function.func_code
+        self.defaults = function.func_defaults
+        self.kwdefaults = function.func_kwdefaults
+        self.name = function.func_name
+        self.qualname = function.func_qualname
+        self.keep = (f.__code__, f.__defaults__, f.__kwdefaults__,
+                     f.__name__, f.__qualname__)
+
+    cdef inline bint matches(self, f):
+        cdef PyFunctionObject *function = <PyFunctionObject *>f
+        return (function.func_code is self.code
+                and function.func_defaults is self.defaults
+                and function.func_kwdefaults is self.kwdefaults
+                and function.func_name is self.name
+                and function.func_qualname is self.qualname)
+
+
+cdef class Forget:
+    """Weak-reference callback removing a dead closure's cache entry."""
+
+    cdef dict closures
+    cdef object key
+
+    def __init__(self, dict closures, key):
+        self.closures = closures
+        self.key = key
+
+    def __call__(self, ref):
+        entry = self.closures.get(self.key)
+        if entry is not None and (<FunctionEntry>entry).ref is ref:
+            del self.closures[self.key]
+
+
+cdef class Runtime:
+    """Routes the operations of code rewritten for one context."""
+
+    cdef readonly object ctx
+    cdef readonly object parent
+    cdef readonly object kinds
+    cdef readonly tuple passes
+    cdef tuple _ctx_types
+    cdef Py_ssize_t _generation
+    cdef dict _resolved, _functions, _closures, _bodies, _slots, _droppers
+    cdef OperationSite _next_site
+    cdef bint _tagging
+    cdef bint _chain_tagging
+    cdef bint _retained
+    # Under tagging: the context's tag and its bindings cache's entries.
+    cdef object _tag
+    cdef dict _entries
+    # The records of lists and tuples found last in ``_entries``, by the
+    # address of their target (see ``_record_of``).
+    cdef uintptr_t _recent_targets[RECENT_RECORDS]
+    cdef list _recent_records
+    # What tells whether another context may adopt this runtime (see
+    # ``adopt``): runs in progress, live runtimes nested in this one (each
+    # counts itself in the parent it holds in ``_counted_parent``), weak
+    # references to the code objects bound here, and whether code or the
+    # context itself was handed out.
+    cdef Py_ssize_t _depth
+    cdef Py_ssize_t _children
+    cdef PyObject *_counted_parent
+    cdef list _bound
+    cdef bint _handed_out
+    cdef list _propagation_sites
+
+    def __init__(self, ctx, parent=None):
+        self.ctx = ctx
+        self.parent = parent
+        if parent is not None:
+            (<Runtime>parent)._children += 1
+            Py_INCREF(parent)
+            self._counted_parent = <PyObject *>parent
+        self._bound = []
+        self._retained = True
+        chain = [type(ctx)]
+        outer = parent
+        while outer is not None:
+            chain.append(type(outer.ctx))
+            outer = outer.parent
+        self._ctx_types = tuple(chain)
+        self._reset()
+
+    def __dealloc__(self):
+        if self._counted_parent is not NULL:
+            (<Runtime>self._counted_parent)._children -= 1
+            Py_DECREF(<object>self._counted_parent)
+            self._counted_parent = NULL
+
+    cdef _reset(self):
+        self._generation = _generation
+        self.kinds = engine.intercepted_kinds(self._ctx_types, engine.chain_has_tagging(self))
+        self.passes = engine.context_passes(self)
+        self._resolved = {}
+        self._functions = {}
+        self._closures = {}
+        self._bodies = {}
+        self._slots = {}
+        self._propagation_sites = []
+        self._droppers = {}
+        self._next_site = None
+        self._tag = getattr(self.ctx, "tag", None)
+        self._tagging = self._tag is not None
+        self._entries = self.ctx.bindingscache.entries if self._tagging else None
+        self._forget_recent_records()
+        self._chain_tagging = engine.chain_has_tagging(self)
+
+    cdef void _forget_recent_records(self) noexcept:
+        memset(self._recent_targets, 0, sizeof(self._recent_targets))
+        self._recent_records = [None] * RECENT_RECORDS
+
+    cdef object _record_of(self, object target):
+        """The record ``_entries`` keeps for ``target`` (by its address), or
+        None.  The records of lists and tuples (held strongly: their target
+        cannot die while they are kept) found last are remembered here: a
+        record held only here is one the bindings cache dropped because
+        nothing else held its target, which the program thus cannot reach
+        again."""
+        cdef uintptr_t address = <uintptr_t><void *>target
+        # Fibonacci hashing: the addresses of lists, spaced by their size
+        # class, would share a few slots if their low bits were used.
+        cdef Py_ssize_t slot = (((address >> 4) * <uint64_t>0x9E3779B97F4A7C15)
+                                >> (64 - RECENT_RECORDS_BITS))
+        if self._recent_targets[slot] == address:
+            return self._recent_records[slot]
+        cdef PyObject *found = PyDict_GetItemWithError(self._entries, _address(target))
+        if found is NULL:
+            return None
+        record = <object>found
+        if type(record) is not _record_type:
+            _learn_record_type(type(record))
+        if (_slot(record, _OFF_RECORD_WEAK, "weak") is False
+                and _slot(record, _OFF_RECORD_TARGET, "target") is target):
+            self._recent_targets[slot] = address
+            self._recent_records[slot] = record
+        return record
+
+    def release(self):
+        """Drop every cache and keep nothing more until :meth:`retain`.
+        Rewritten code refers to its runtime from its constants, which the
+        garbage collector cannot see: while the runtime holds that code, the
+        two keep each other (and the context) alive.  Released, a runtime
+        lives as long as some code bound to it runs."""
+        self._retained = False
+        self._reset()
+
+    def retain(self):
+        """Cache again (the runtime is in use at top level)."""
+        self._retained = True
+
+    cdef inline void _keep(self, dict cache, key, value) except *:
+        if self._retained:
+            if len(cache) >= CACHE_MAX:
+                cache.clear()
+            cache[key] = value
+
+    # -- slots --------------------------------------------------------------
+
+    def slot(self, name):
+        """The callable bound into rewritten code for slot ``name``."""
+        value = self._slots.get(name)
+        if value is None:
+            if name == "runtime":
+                return self
+            if name == "context":
+                self._handed_out = True
+                return self.ctx
+            if name in _STRUCTURAL:
+                value = getattr(self, _STRUCTURAL[name])
+            elif name in dispatch.TAGGING_SLOTS:
+                site = PropagationSite(self, name)
+                self._propagation_sites.append(site)
+                value = cassette_propagation_slot(site)
+            else:
+                value = cassette_operation_slot(OperationSite(self, name))
+            self._slots[name] = value
+        return value
+
+    def resolve(self, f):
+        """What a call site calls instead of ``f``."""
+        return self._resolve(f)
+
+    cdef object _resolve(self, f):
+        cdef PyObject *hit
+        cdef FunctionEntry entry
+        if self._generation != _generation:
+            self._reset()
+        tp = type(f)
+        if tp is FunctionType:
+            hit = PyDict_GetItemWithError(self._functions, f)
+            if hit is not NULL:
+                entry = <FunctionEntry>hit
+                if entry.matches(f):
+                    return entry.target
+            if (<PyFunctionObject *>f).func_closure is not NULL:
+                return self._resolve_closure(f)
+            entry = FunctionEntry()
+            entry.record(f)
+            entry.target = _own(engine.target, 2, self, f)
+            self._keep(self._functions, f, entry)
+            return entry.target
+        if tp is MethodType:
+            # A bound method resolves as its function, bound again.
+            function = PyMethod_GET_FUNCTION(f)
+            inner = self._resolve(<object>function)
+            if inner is <object>function:
+                return f
+            return PyMethod_New(inner, <object>PyMethod_GET_SELF(f))
+        if (tp is type or tp is BuiltinFunctionType or tp is MethodDescriptorType
+                or tp is WrapperDescriptorType):
+            hit = PyDict_GetItemWithError(self._resolved, f)
+            if hit is not NULL:
+                return <object>hit
+        if tp is BuiltinFunctionType or tp is MethodWrapperType:
+            # A builtin bound to an instance resolves as the descriptor found
+            # on its class, bound again.
+            callee, owner = _split_bound(f)
+            if owner is not NO_SELF:
+                inner = self._resolve(callee)
+                if inner is callee:
+                    return f
+                return PyMethod_New(inner, owner)
+        target = _own(engine.target, 2, self, f)
+        if target is f and not _is_frame_sensitive(f):
+            _own(_route_callee, 1, f, None)
+            target = cassette_primitive_new(f)
+        if _is_stable(f):
+            self._keep(self._resolved, f, target)
+        return target
+
+    cdef object _resolve_closure(self, f):
+        """Closures are cached weakly: the entry dies with the closure, so
+        the cache never keeps the program's cells (and what they hold)
+        alive.  A hooked target refers to the closure itself and is not
+        cached."""
+        cdef FunctionEntry entry
+        cdef PyObject *found
+        key = PyLong_FromVoidPtr(<void *>f)
+        found = PyDict_GetItemWithError(self._closures, key)
+        if found is not NULL:
+            entry = <FunctionEntry>found
+            if cassette_weakref_target(entry.ref) is <PyObject *>f and entry.matches(f):
+                return entry.target
+        target = _own(engine.target, 2, self, f)
+        if (self._retained and target is not f and type(target) is FunctionType
+                and target.__closure__ is f.__closure__):   # the rewritten body
+            entry = FunctionEntry()
+            entry.ref = PyWeakref_NewRef(f, Forget(self._closures, key))
+            entry.record(f)
+            entry.target = target
+            self._keep(self._closures, key, entry)
+        return target
+
+    def method(self, obj, name):
+        """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
+        cdef PyObject *found = NULL
+        cdef int unbound
+        if self._chain_tagging and _is_tagged(obj):
+            method = engine.tagged_method(self, obj, name)
+            if method is not None:
+                return method
+        unbound = cassette_get_method(obj, name, &found)
+        attribute = <object>found
+        Py_DECREF(attribute)
+        if unbound:
+            return self._resolve(attribute)
+        return self._dropper(self._resolve(attribute))
+
+    def split(self, bound):
+        """For 3.12's ``super().name(…)``: ``(self, M)`` such that
+        ``M(self, …)`` makes the call."""
+        if type(bound) is MethodType:
+            return bound.__self__, self.resolve(bound.__func__)
+        return None, self._dropper(self.resolve(bound))
+
+    def next_step(self, iterator):
+        """One step of a ``for`` loop: the next value or EXHAUSTED."""
+        return self._next_step(iterator)
+
+    cdef object _next_step(self, iterator):
+        cdef OperationSite site = self._next_site
+        if site is None:
+            site = self._next_site = OperationSite(self, "next")
+        if site.refresh() or site.runs_directly(iterator):
+            return next(iterator, _EXHAUSTED)
+        try:
+            return site._call1(iterator)
+        except StopIteration:
+            return _EXHAUSTED
+
+    def enter(self, manager):
+        """``with manager``: ``(value of __enter__, exit callable)``."""
+        return self._enter(manager, "__enter__", "__exit__", engine.native_with_error)
+
+    def async_enter(self, manager):
+        """``async with manager``: ``(awaitable of __aenter__, exit callable)``."""
+        return self._enter(manager, "__aenter__", "__aexit__",
+                           engine.native_async_with_error)
+
+    cdef tuple _enter(self, manager, enter_name, exit_name, native_error):
+        tp = type(manager)
+        enter = _own(_lookup, 2, tp, enter_name)
+        exit_ = _own(_lookup, 2, tp, exit_name)
+        if enter is None or exit_ is None:
+            native_error(manager)
+        value = self._call_special(enter, manager, ())
+        return value, Exit(self, exit_, manager)
+
+    def caught(self, exception):
+        """At the entry of an exception handler of the program: the caught
+        exception's traceback loses the library's entries — with frames lent
+        for it: a handler runs at the depth where the program's recursion
+        stopped, and it must not fail there for cassette's work."""
+        _own(_remove_library_entries, 1, exception, None)
+
+    def nooverdub(self, callee):
+        """What a pass's ``cassette.ir.nooverdub(callee)`` constant becomes:
+        ``callee``, called the way a handler is — not overdubbed by this
+        context, still seen by an enclosing one.  A frame-sensitive callee
+        (``locals``, ``sys._getframe`` …) is itself: it reads the frame of the
+        code that calls it."""
+        if _is_frame_sensitive(callee):
+            return callee
+        return NotOverdubbed(self, callee)
+
+    def call_special(self, descriptor, obj, /, *args):
+        """Call a special method found on ``type(obj)`` as an operation."""
+        return self._call_special(descriptor, obj, args)
+
+    cdef object _call_special(self, descriptor, obj, tuple args):
+        # By vectorcall: Cython's f(*args) enters the callee through its
+        # tp_call, which counts a recursion level the program's own `with`
+        # does not spend (3.11's Python limit, the C limit of 3.12+).
+        if _is_method_descriptor(descriptor):
+            return _call_tuple(self._resolve(descriptor), (obj,) + args, None)
+        if hasattr(type(descriptor), "__get__"):
+            descriptor = descriptor.__get__(obj, type(obj))
+        return _call_tuple(self._resolve(descriptor), args, None)
+
+    # -- what engine.target builds with ------------------------------------
+
+    cdef object _dropper(self, target):
+        """A DropSelf of ``target``, cached for targets of stable callees."""
+        if not _is_stable(target):
+            return cassette_dropself_new(target)
+        key = id(target)
+        entry = self._droppers.get(key)
+        if entry is None or (<tuple>entry)[0] is not target:
+            entry = (target, cassette_dropself_new(target))
+            self._keep(self._droppers, key, entry)
+        return (<tuple>entry)[1]
+
+    def rewritten(self, function):
+        """``function``'s body rewritten for this runtime (cached for
+        functions without a closure)."""
+        cdef FunctionEntry entry
+        found = self._bodies.get(function)
+        if found is not None:
+            entry = <FunctionEntry>found
+            if entry.matches(function):
+                return entry.target
+        body = _own(engine.rewritten_function, 2, function, self)
+        if function.__closure__ is None:
+            entry = FunctionEntry()
+            entry.record(function)
+            entry.target = body
+            self._keep(self._bodies, function, entry)
+        return body
+
+    def bind(self, template, escapes=False):
+        """``template``'s code with its slots bound to this runtime; code
+        that is new (the template had slots) is noted for ``adopt``, and
+        ``escapes`` (the code is handed to the user) rules adoption out."""
+        code = template.bind(self.slot)
+        if escapes:
+            self._handed_out = True
+        elif code is not template.code:
+            if len(self._bound) >= CACHE_MAX:      # dead ones (see _idle)
+                self._bound = [ref for ref in self._bound
+                               if cassette_weakref_target(ref) != <PyObject *>None]
+            self._bound.append(PyWeakref_NewRef(code, None))
+        return code
+
+    # -- adoption -----------------------------------------------------------
+
+    cdef bint _idle(self):
+        """Whether nothing can run code bound here: no run in progress, no
+        nested runtime alive, and each bound code object still alive is
+        referred to only once — by the one function this runtime made and
+        keeps (a frame running it, a suspended generator, a traceback
+        would hold another reference)."""
+        cdef PyObject *code
+        cdef list alive = []
+        if self._depth or self._children or self._handed_out:
+            return False
+        for ref in self._bound:
+            code = cassette_weakref_target(ref)
+            if code != <PyObject *>None:
+                if cassette_refcount(code) != 1:
+                    return False
+                alive.append(ref)
+        self._bound = alive
+        return True
+
+    def adopt(self, ctx):
+        """Serve ``ctx`` from now on instead of this runtime's context, and
+        return True, when ``ctx`` is a fresh context (no runtime yet) of the
+        same class, pass and tagging as the current one, neither enclosed,
+        and this runtime is idle (``_idle``).  Everything bound here stays:
+        the rewritten code, its sites and their warmed-up caches — what a
+        fresh runtime would spend most of a short run rebuilding.  The old
+        context loses its runtime (it gets a new one if it runs again).
+
+        The switch is made before any Python code runs, so another thread
+        cannot see it half done; one that took this runtime from the old
+        context just before is sent back by ``run``'s ``ctx`` check."""
+        old = self.ctx
+        if (ctx is old or type(ctx) is not type(old) or self.parent is not None
+                or not self._retained):
+            return False
+        if PyObject_GenericGetAttr(ctx, "_runtime") is not None:
+            return False
+        if PyObject_GenericGetAttr(ctx, "pass_") is not PyObject_GenericGetAttr(old, "pass_"):
+            return False
+        tag = PyObject_GenericGetAttr(ctx, "tag")
+        if (tag is None) != (self._tag is None) or not self._idle():
+            return False
+        self.ctx = ctx
+        self._tag = tag
+        self._entries = (PyObject_GenericGetAttr(PyObject_GenericGetAttr(ctx, "bindingscache"),
+                                                 "entries")
+                         if tag is not None else None)
+        self._forget_recent_records()
+        PyObject_GenericSetAttr(old, "_runtime", None)
+        PyObject_GenericSetAttr(ctx, "_runtime", self)
+        # The only parts that hold a context rather than this runtime.
+        for site in self._propagation_sites:
+            (<PropagationSite>site).serve(self)
+        return True
+
+    def instantiation(self, cls):
+        """The body of calling class ``cls`` (as :func:`engine.instantiate`)."""
+        _own(_route_class, 1, cls, None)
+        return Instantiation(self, cls)
+
+    def hooked(self, callee, plan, body):
+        return Hooked(self, callee, plan, body)
+
+    def nested_overdub(self):
+        return NestedOverdub(self)
+
+    def call(self, f, /, *args, **kwargs):
+        """Call ``f`` as an operation of this context."""
+        return self.resolve(f)(*args, **kwargs)
+
+    def run(self, f, args, kwargs, ctx=None):
+        """Run ``f(*args, **kwargs)`` overdubbed (the entry's work).  ``ctx``:
+        the context the caller took this runtime from; should another
+        context have adopted it since (another thread), the run goes to
+        ``ctx``'s own runtime instead."""
+        self._depth += 1
+        try:
+            if ctx is not None and ctx is not self.ctx:
+                from cassette.entry import runtime_of
+                return runtime_of(ctx).run(f, args, kwargs, ctx)
+            # The entry rewrites ``f`` without going through ``resolve``:
+            # bring the intercepted kinds up to date first.
+            if self._generation != _generation or self.passes != engine.context_passes(self):
+                self._reset()
+            routing.route_new_classes()
+            return engine.run(self, f, args, kwargs)
+        finally:
+            self._depth -= 1
+
+    # -- the protocol -------------------------------------------------------
+
+    cdef object invoke(self, handler, a, b, c, d, int nprefix, tuple args, dict kwargs):
+        """Call a handler; under a nested overdub the enclosing context
+        intercepts it like any other code.  While it runs, the handler is
+        noted as the one being called (its first frame is its own, not the
+        program's) and the running frame is the barrier: calls the
+        interpreter makes before the handler has a frame of its own — the
+        handler itself, when it is a routed function, or whatever a handler
+        written in C calls — are the handler's, not the program's."""
+        cdef void *handler_before
+        cdef void *barrier_before
+        cdef int credit
+        if self.parent is not None:
+            handler = self.parent.resolve(handler)
+        handler_before = cassette_set_handler(<void *>handler)
+        barrier_before = cassette_set_barrier(cassette_current_frame())
+        credit = cassette_handler_credit(handler)
+        try:
+            return _call_prefixed(handler, a, b, c, d, nprefix, args, kwargs)
+        finally:
+            cassette_credit_python_frames(-credit)
+            cassette_set_barrier(barrier_before)
+            cassette_set_handler(handler_before)
+
+    def tagged_primitive(self, callee, primitive):
+        """What calls of primitive ``callee`` (made by calling ``primitive``)
+        become under tagging (see :class:`TaggedPrimitive`)."""
+        # A vectorcall object calling a fast-call method: no recursion level
+        # of its own (a callable object would cost one per call on 3.11,
+        # and a C level on 3.13), named like the primitive.
+        tagged = TaggedPrimitive(self, callee, primitive)
+        return cassette_primitive_named(tagged, callee)
+
+    cdef object primitive(self, callee, f, tuple args, dict kwargs):
+        """The default fallback: ``f`` called with untagged arguments (which
+        are routed first: the primitive may call back into them); under
+        tagging, metadata propagates through it (``callee``: what hooks
+        see)."""
+        for arg in args:
+            cassette_route_one(arg)
+        if kwargs:
+            for arg in kwargs.values():
+                cassette_route_one(arg)
+        if self.parent is not None:
+            f = self.parent.resolve(f)
+        if self._tagging:
+            return _call_tagged(self, _propagator_of(callee), f, args, kwargs)
+        return cassette_primitive_call_tuple(f, args, kwargs)

@@ -1,0 +1,397 @@
+# What rewritten code calls: hooked callees, instantiations, `with` exits,
+# nested overdubs and the operation sites of operators and loops.
+#
+# Part of cassette/_core.pyx (included there; see its map).
+
+cdef class NotOverdubbed:
+    """A callee a pass marked ``nooverdub``: called as a handler is."""
+
+    cdef Runtime runtime
+    cdef readonly object callee
+
+    def __init__(self, Runtime runtime, callee):
+        self.runtime = runtime
+        self.callee = callee
+
+    def __call__(self, *args, **kwargs):
+        return self.runtime.invoke(self.callee, None, None, None, None, 0, args, kwargs)
+
+    def __repr__(self):
+        return f"<not overdubbed {self.callee!r}>"
+
+
+cdef class Hooked:
+    """A callee with handlers: calling it runs the protocol of reference §3.2."""
+
+    cdef void *vectorcall      # see cassette_enable_vectorcall
+    cdef Runtime runtime
+    cdef readonly object callee
+    cdef object body
+    cdef Protocol protocol
+
+    def __init__(self, Runtime runtime, callee, plan, body):
+        self.runtime = runtime
+        self.callee = callee
+        self.body = body
+        self.protocol = Protocol(plan)
+        self.vectorcall = <void *>_hooked_vectorcall
+
+    def __call__(self, *args, **kwargs):
+        return self.protocol.run(self.runtime, self.callee, self.body,
+                                 self.callee, args, kwargs)
+
+    # The callee's names: the interpreter's messages that name a callable
+    # (``f() argument after * must be an iterable``) name the callee.
+    @property
+    def __qualname__(self):
+        return self.callee.__qualname__
+
+    @property
+    def __module__(self):
+        return self.callee.__module__
+
+    def __str__(self):
+        # Used by those messages when the callee has no __qualname__
+        # (``None argument after * must be an iterable``).
+        return str(self.callee)
+
+
+cdef object _hooked_vectorcall(object hooked, PyObject **args, size_t nargsf,
+                               PyObject *kwnames):
+    cdef Hooked self = <Hooked>hooked
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
+    return self.protocol.run(self.runtime, self.callee, self.body, self.callee,
+                             _positional(args, nargs), _keywords(args, nargs, kwnames))
+
+
+cdef class Instantiation:
+    """``type.__call__(cls, …)`` with ``__new__`` and ``__init__`` each an
+    operation: the same steps as :func:`cassette.engine.instantiate`."""
+
+    cdef void *vectorcall      # see cassette_enable_vectorcall
+    cdef Runtime runtime
+    cdef object cls
+
+    def __init__(self, Runtime runtime, cls):
+        self.runtime = runtime
+        self.cls = cls
+        self.vectorcall = <void *>_instantiation_vectorcall
+
+    def __call__(self, *args, **kwargs):
+        return self.call(args, kwargs)
+
+    cdef object call(self, tuple args, dict kwargs):
+        cls = self.cls
+        obj = _call_tuple(self.runtime.resolve(cls.__new__), (cls,) + args, kwargs)
+        # PyObject_TypeCheck, as type.__call__: no __instancecheck__, no __class__.
+        if PyObject_TypeCheck(obj, <PyTypeObject *>cls):
+            initialized = _call_tuple(self.runtime.resolve(type(obj).__init__),
+                                      (obj,) + args, kwargs)
+            if initialized is not None:
+                raise TypeError(
+                    f"__init__() should return None, not '{type(initialized).__name__}'")
+        return obj
+
+
+cdef object _instantiation_vectorcall(object instantiation, PyObject **args, size_t nargsf,
+                                      PyObject *kwnames):
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
+    return (<Instantiation>instantiation).call(_positional(args, nargs),
+                                               _keywords(args, nargs, kwnames))
+
+
+
+
+cdef class Exit:
+    """The ``__exit__`` callable a rewritten ``with`` pushes."""
+
+    cdef void *vectorcall      # see cassette_enable_vectorcall
+    cdef Runtime runtime
+    cdef object method, manager
+
+    def __init__(self, Runtime runtime, method, manager):
+        self.runtime = runtime
+        self.method = method
+        self.manager = manager
+        self.vectorcall = <void *>_exit_vectorcall
+
+    def __call__(self, exc_type, exc_value, traceback):
+        return self.runtime._call_special(
+            self.method, self.manager, (exc_type, exc_value, traceback))
+
+
+cdef object _exit_vectorcall(object exit_, PyObject **args, size_t nargsf, PyObject *kwnames):
+    cdef Exit self = <Exit>exit_
+    if kwnames is not NULL or PyVectorcall_NARGS(nargsf) != 3:
+        return self(*_positional(args, PyVectorcall_NARGS(nargsf)),
+                    **_keywords(args, PyVectorcall_NARGS(nargsf), kwnames))
+    return self.runtime._call_special(self.method, self.manager,
+                                      (<object>args[0], <object>args[1], <object>args[2]))
+
+
+cdef void _enable_vectorcalls():
+    """Hooked, Instantiation and Exit objects are called by vectorcall (see
+    cassette_enable_vectorcall): their ``vectorcall`` field's offset."""
+    cdef Hooked hooked = Hooked.__new__(Hooked)
+    cdef Instantiation instantiation = Instantiation.__new__(Instantiation)
+    cdef Exit exit_ = Exit.__new__(Exit)
+    cassette_enable_vectorcall(
+        Hooked, <char *>&hooked.vectorcall - <char *><PyObject *>hooked)
+    cassette_enable_vectorcall(
+        Instantiation, <char *>&instantiation.vectorcall - <char *><PyObject *>instantiation)
+    cassette_enable_vectorcall(Exit, <char *>&exit_.vectorcall - <char *><PyObject *>exit_)
+
+
+
+
+cdef class NestedOverdub:
+    """The body of ``cassette.overdub`` called from overdubbed code: the
+    inner run, whose handlers the enclosing runtime intercepts."""
+
+    cdef Runtime parent
+
+    def __init__(self, Runtime parent):
+        self.parent = parent
+
+    def __call__(self, ctx, f, *args, **kwargs):
+        engine.check_arguments(ctx, f)
+        runtime = Runtime(ctx, self.parent)
+        try:
+            return runtime.run(f, args, kwargs)
+        finally:
+            runtime.release()
+
+
+cdef class OperationSite:
+    """The slot of one operation kind (``add``, ``getattr`` …)."""
+
+    cdef Runtime runtime
+    cdef object callee, implementation, name
+    cdef int arrangement
+    cdef bint negate
+    cdef Protocol protocol
+    cdef Py_ssize_t generation
+    # Under tagging, with no enclosing runtime, no hook and no handler but
+    # execute handlers chosen by argument types (``execute_by_types``, the
+    # selector's cache; None when there are none): see ``unhooked``.
+    cdef bint unhooked_tagging
+    cdef dict execute_by_types
+    cdef bint is_getitem, is_setitem
+    # The one handler when it is an ``execute`` handler for any arguments
+    # and no hook or other handler exists (the shape of a tagging tool's
+    # rules): called without the protocol's generic path.
+    cdef object execute_only
+    # No hook and no handler but ``execute`` handlers chosen by argument
+    # types: the one the selector's cache names is called the same way.
+    cdef bint execute_selected
+    # What ``execute_by_types`` answered for the operand types this site
+    # has seen, most recent first: see ``_handler_for``.
+    cdef tuple handler_cache
+
+    def __init__(self, Runtime runtime, kind):
+        name, arrangement_name, negate = ARRANGED_SITES.get(kind, (kind, None, False))
+        arrangement = _ARRANGEMENT_CODES.get(arrangement_name, 0)
+        operation = OPERATIONS[name]
+        self.name = name
+        self.runtime = runtime
+        self.callee = operation.callee
+        self.implementation = operation.implementation
+        self.arrangement = arrangement
+        self.negate = negate
+        self.generation = -1
+        self.is_getitem = kind == "getitem"
+        self.is_setitem = kind == "setitem"
+        self.handler_cache = ()
+
+    cdef bint refresh(self):
+        """Bring the plan up to date; True when no handler applies."""
+        if self.generation != _generation:
+            plan = dispatch.plan(type(self.runtime.ctx), self.callee)
+            # Under tagging even an unhooked operation runs the protocol:
+            # its fallback propagates metadata.
+            self.protocol = (None if plan is EMPTY and not self.runtime._tagging
+                             else Protocol(plan))
+            execute = plan.execute
+            only_execute = (plan.prehook is None and plan.posthook is None
+                            and plan.fallback is None)
+            self.unhooked_tagging = (
+                only_execute and self.runtime._tagging and self.runtime.parent is None
+                and (execute is None
+                     or (execute.unconditional is None and execute.by_types is not None))
+                and not _propagator_of(self.callee)[1])
+            self.execute_by_types = None if execute is None else execute.by_types
+            self.execute_only = (execute.unconditional
+                                 if only_execute and execute is not None else None)
+            self.execute_selected = (only_execute and execute is not None
+                                     and execute.unconditional is None
+                                     and execute.by_types is not None)
+            self.handler_cache = ()
+            self.generation = _generation
+        return self.protocol is None
+
+    cdef PyObject *_handler_for(self, object ta, object tb, object tc, long mask) except? NULL:
+        """The ``execute`` handler chosen for operands of types ``ta, tb[,
+        tc]`` (``tc`` None for two operands) of which those in ``mask`` are
+        tagged with the context's tag, None for none, as the selector's
+        cache by types has it (see ``_select``); NULL while the selector has
+        not been asked (borrowed).  Answers are kept in ``handler_cache``
+        (compared by identity, without building a key) for the site's last
+        sixteen combinations (a site sees plain and tagged operands in each
+        order, and the tagged types of consecutive tags)."""
+        cdef object mask_ = _MASKS[mask]
+        cdef PyObject *found = cassette_cached_handler(self.handler_cache, ta, tb, tc, mask_)
+        if found is not NULL:
+            return found
+        found = PyDict_GetItemWithError(
+            self.execute_by_types, _by_types_key((ta, tb) if tc is None else (ta, tb, tc), mask))
+        if found is not NULL:
+            self.handler_cache = (ta, tb, tc, mask_, <object>found) + self.handler_cache[:75]
+        return found
+
+    cdef inline bint unhooked(self, object ta, object tb, object tc, long mask):
+        """Under tagging: whether the protocol would come down to the
+        fallback's propagation for operands of types ``ta, tb[, tc]``
+        (``mask``: as for ``_handler_for``) — no hook, no handler for them,
+        known once the selector has been asked — so that an operation
+        without metadata runs directly and a list element is read or
+        written here (as ``_call_tagged`` would)."""
+        cdef PyObject *found
+        if not (self.unhooked_tagging and self.generation == _generation):
+            return False
+        if self.execute_by_types is None:
+            return True
+        found = self._handler_for(ta, tb, tc, mask)
+        return found is not NULL and <object>found is None
+
+    cdef inline object _execute(self, object handler, object a, object b):
+        """The protocol of ``callee(a, b)`` when ``handler`` is the only one
+        that can run: called directly, with the protocol's tail
+        (``overdub_instead``) when it declines."""
+        out = self.runtime.invoke(handler, self.runtime.ctx, self.callee, a, b, 4, (), None)
+        if out is _OverdubInstead:
+            out = self.protocol.overdub_instead(self.runtime, self.callee, None,
+                                                self.callee, (a, b), None, self.name)
+        return (not out) if self.negate else out
+
+    cdef inline bint _plain_operands(self, object a, object b):
+        """Whether ``a`` and ``b`` (None: absent) carry no metadata: neither
+        is tagged nor has a record in the bindings cache."""
+        if _is_tagged(a) or (b is not None and _is_tagged(b)):
+            return False
+        cdef dict entries = self.runtime._entries
+        return not entries or (
+            (cassette_recordless(a) or _address(a) not in entries)
+            and (b is None or cassette_recordless(b) or _address(b) not in entries))
+
+    cdef object _operate(self, tuple args):
+        cdef object out
+        if self.refresh():
+            if self.runtime.parent is not None:
+                out = self.runtime.parent.call(self.callee, *args)
+            else:
+                out = cassette_primitive_call_tuple(self.implementation, args, None)
+        else:
+            out = self.protocol.run(self.runtime, self.callee, None,
+                                    self.callee, args, None, self.name)
+        if self.negate:
+            return not out
+        return out
+
+    cdef inline bint runs_directly(self, object a):
+        """Whether the operation on the lone operand ``a`` is its plain
+        implementation (the plan being up to date)."""
+        return ((self.protocol is None and self.runtime.parent is None)
+                or (self.execute_by_types is None and self.unhooked(None, None, None, 0)
+                    and self._plain_operands(a, None)))
+
+    cdef object _call1(self, a):
+        if self.generation == _generation and self.runs_directly(a):
+            return self.implementation(a)
+        return self._operate((a,))
+
+    cdef object _call2(self, a, b):
+        cdef PyObject *handler
+        cdef long mask
+        if self.arrangement == 1:
+            a, b = b, a
+        if self.generation == _generation:
+            if self.protocol is None and self.runtime.parent is None:
+                out = self.implementation(a, b)
+                return (not out) if self.negate else out
+            if self.execute_only is not None:
+                return self._execute(self.execute_only, a, b)
+            if self.execute_by_types is not None:
+                if _is_tagged(a) or _is_tagged(b):
+                    tag = self.runtime._tag
+                    mask = _owned(tag, a) | (_owned(tag, b) << 1)
+                else:
+                    mask = 0
+                handler = self._handler_for(type(a), type(b), None, mask)
+                if handler is NULL:           # the selector decides (and caches)
+                    return self._operate((a, b))
+                if <object>handler is not None:
+                    if self.execute_selected:
+                        return self._execute(<object>handler, a, b)
+                    return self._operate((a, b))
+            if self.unhooked_tagging:
+                if self.is_getitem and type(a) is list and type(b) is int:
+                    out = _list_read(self.runtime, a, b)
+                    if out is _UNRECORDED:
+                        return self.implementation(a, b)
+                    if out is not _UNDECIDED:
+                        return out
+                elif self._plain_operands(a, b):
+                    out = self.implementation(a, b)
+                    return (not out) if self.negate else out
+        return self._operate((a, b))
+
+    cdef object _call3(self, a, b, c):
+        if self.arrangement == 2:
+            # a store: (value, container, key) on the stack
+            if (self.is_setitem and type(b) is list and type(c) is int
+                    and cassette_builtin_instance(_innermost(a))
+                    and self.unhooked(list, int, type(a), _owned(self.runtime._tag, a) << 2)):
+                out = _list_write(self.runtime, self.callee, b, c, a)
+                if out is _UNRECORDED:
+                    if self._plain_operands(a, None):
+                        self.implementation(b, c, a)
+                        return None
+                elif out is not _UNDECIDED:
+                    return out
+            args = (b, c, a)
+        elif self.arrangement == 3:
+            args = (a, slice(b, c))
+        else:
+            args = (a, b, c)
+        return self._operate(args)
+
+    cdef object _call4(self, a, b, c, d):
+        # setslice: (value, obj, start, stop)
+        return self._operate((b, slice(c, d), a))
+
+
+cdef object _operation_entry(object site, PyObject **args, Py_ssize_t nargs):
+    """What the slot of an operation site runs (see ``cassette_slot_new``)."""
+    cdef OperationSite operation = <OperationSite>site
+    if nargs == 2:
+        return operation._call2(<object>args[0], <object>args[1])
+    if nargs == 1:
+        return operation._call1(<object>args[0])
+    if nargs == 3:
+        return operation._call3(<object>args[0], <object>args[1], <object>args[2])
+    if nargs == 4:
+        return operation._call4(<object>args[0], <object>args[1], <object>args[2],
+                                <object>args[3])
+    raise TypeError(f"the slot of {operation.name!r} takes 1 to 4 operands, got {nargs}")
+
+
+cdef object _propagation_entry(object site, PyObject **args, Py_ssize_t nargs):
+    """What the slot of a propagation site runs."""
+    cdef PropagationSite propagation = <PropagationSite>site
+    if nargs == 1:
+        return propagation._call1(<object>args[0])
+    if nargs == 2:
+        return propagation._call2(<object>args[0], <object>args[1])
+    if nargs == 3:
+        return propagation._call3(<object>args[0], <object>args[1], <object>args[2])
+    raise TypeError(f"the slot of {propagation.name!r} takes 1 to 3 operands, got {nargs}")

@@ -1,0 +1,52 @@
+/* Tagged values and tags read and written in place: the offsets of their
+   __slots__ entries, and the context class last seen keeping Context.tag
+   in its slot. */
+
+#ifndef CASSETTE_CORE_TAGGING_H
+#define CASSETTE_CORE_TAGGING_H
+
+#include "compat.h"
+#include "structmember.h"
+
+/* The offset of an object slot (a __slots__ entry) from its member
+   descriptor, or -1 for anything else. */
+static Py_ssize_t cassette_slot_offset(PyObject *descr) {
+    if (Py_TYPE(descr) != &PyMemberDescr_Type) return -1;
+    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+    if (member->type != T_OBJECT_EX || (member->flags & READONLY)) return -1;
+    return member->offset;
+}
+/* The object in a slot (borrowed), NULL when the slot is empty. */
+static inline PyObject *cassette_slot_get(PyObject *obj, Py_ssize_t offset) {
+    return *(PyObject **)((char *)obj + offset);
+}
+/* A new instance of a class whose three object slots (at the offsets
+   given) are filled: what object.__new__ and three setattrs make. */
+static PyObject *cassette_slots_new(PyObject *type, Py_ssize_t o1, PyObject *v1,
+                                    Py_ssize_t o2, PyObject *v2,
+                                    Py_ssize_t o3, PyObject *v3) {
+    PyTypeObject *tp = (PyTypeObject *)type;
+    PyObject *obj = tp->tp_alloc(tp, 0);
+    if (obj == NULL) return NULL;
+    Py_INCREF(v1); *(PyObject **)((char *)obj + o1) = v1;
+    Py_INCREF(v2); *(PyObject **)((char *)obj + o2) = v2;
+    Py_INCREF(v3); *(PyObject **)((char *)obj + o3) = v3;
+    return obj;
+}
+
+/* The last context class found to keep Context.tag in its slot, and
+   its version tag then (any change to it or a base changes that). */
+static PyTypeObject *cassette_tag_slot_class = NULL;
+static unsigned int cassette_tag_slot_version = 0;
+
+static inline int cassette_tag_slot_known(PyTypeObject *tp) {
+    return tp == cassette_tag_slot_class && cassette_tag_slot_version != 0
+        && cassette_class_version(tp) == cassette_tag_slot_version;
+}
+
+static inline void cassette_tag_slot_found(PyTypeObject *tp) {
+    cassette_tag_slot_class = tp;
+    cassette_tag_slot_version = cassette_class_version(tp);
+}
+
+#endif  /* CASSETTE_CORE_TAGGING_H */

@@ -1,0 +1,249 @@
+# Tagged values read and made in place, and the tagging API's common case
+# (tag, untag, metadata, istagged without a Python frame).
+#
+# Part of cassette/_core.pyx (included there; see its map).
+
+cdef object _TaggedBase = None
+cdef str _TAG_SLOT = TAGGED_TAG_SLOT
+cdef str _VALUE_SLOT = TAGGED_VALUE_SLOT
+cdef str _DATA_SLOT = TAGGED_DATA_SLOT
+
+
+# Where a tagged value keeps its value, tag and metadata, and a Tag its
+# types: read and written in place (a setattr or getattr looks the slot's
+# descriptor up first).  -1 until ``install_tagging_api`` (then the generic
+# attribute protocol is used).
+cdef Py_ssize_t _OFF_VALUE = -1, _OFF_TAG = -1, _OFF_DATA = -1, _OFF_TAG_TYPES = -1
+cdef Py_ssize_t _OFF_CONTEXT_TAG = -1
+cdef object _tg_context_tag_slot = None
+
+
+cdef inline object _slot(object obj, Py_ssize_t offset, str name):
+    """Slot ``name`` of ``obj`` (an instance of the class whose slot it is)."""
+    cdef PyObject *found
+    if offset >= 0:
+        found = cassette_slot_get(obj, offset)
+        if found is not NULL:
+            return <object>found
+    return PyObject_GenericGetAttr(obj, name)      # empty: the AttributeError
+
+
+cdef inline object _value_of(object tagged):
+    return _slot(tagged, _OFF_VALUE, _VALUE_SLOT)
+
+
+cdef inline object _tag_of(object tagged):
+    return _slot(tagged, _OFF_TAG, _TAG_SLOT)
+
+
+cdef inline object _data_of(object tagged):
+    return _slot(tagged, _OFF_DATA, _DATA_SLOT)
+
+
+cdef inline object _innermost(object value):
+    """``value`` with every tag, of any context, taken off."""
+    while _is_tagged(value):
+        value = _value_of(value)
+    return value
+
+
+cdef object _new_tagged(object made, object value, object tag_, object data):
+    """A new instance of tagged type ``made``."""
+    if _OFF_VALUE >= 0:
+        return cassette_slots_new(made, _OFF_VALUE, value, _OFF_TAG, tag_, _OFF_DATA, data)
+    tagged = object.__new__(made)
+    PyObject_GenericSetAttr(tagged, _VALUE_SLOT, value)
+    PyObject_GenericSetAttr(tagged, _TAG_SLOT, tag_)
+    PyObject_GenericSetAttr(tagged, _DATA_SLOT, data)
+    return tagged
+
+
+# The metaclass of tagged types (``type(cassette.Tagged)``), NULL until the
+# tagging layer is loaded.  Only tagged values have a class of that
+# metaclass (``Tagged`` and ``Tagged[T]`` have no instances), so one pointer
+# comparison tells a tagged value: cheaper than walking a class's MRO, which
+# is what an isinstance test of every plain operand would cost.
+cdef PyTypeObject *_tagged_meta = NULL
+
+
+cdef inline bint _is_tagged(object value) noexcept:
+    """Whether ``value`` is tagged by any context."""
+    global _TaggedBase, _tagged_meta
+    if _tagged_meta is NULL:
+        if _TaggedBase is None:
+            _TaggedBase = _dispatch_module.TAGGED
+            if _TaggedBase is None:
+                return False
+        _tagged_meta = Py_TYPE(_TaggedBase)
+    return Py_TYPE(<object><PyObject *>Py_TYPE(value)) is _tagged_meta
+
+
+cdef inline object _untag_one(object value, object tag):
+    """``value`` without ``tag`` (the tag of the running context)."""
+    if _tagged_by(value, tag):
+        return _value_of(value)
+    return value
+
+
+cdef bint _holds_tagged(object container):
+    """Whether a list, tuple, set or dict just built holds a tagged value."""
+    cdef object kind = type(container)
+    if kind is list or kind is tuple or kind is set:
+        for element in container:
+            if _is_tagged(element):
+                return True
+    elif kind is dict:
+        for key, value in (<dict>container).items():
+            if _is_tagged(key) or _is_tagged(value):
+                return True
+    return False
+
+
+# -- the tagging API's common case --------------------------------------------
+#
+# ``cassette.tagging`` defines the API; when the core is in use it installs
+# these versions of its four most called functions, which decide the common
+# case (a context with tagging, a value tagged by no other context, metadata
+# already of the allowed type) without a Python frame, and hand every other
+# case — errors included — to the Python definitions.
+
+cdef object _tg_slow_tag = None     # the Python definitions (the slow paths)
+cdef object _tg_slow_untag = None
+cdef object _tg_slow_istagged = None
+cdef object _tg_slow_metadata = None
+cdef object _tg_context = None      # cassette.Context
+cdef object _tg_tag_type = None     # cassette.tagging.Tag
+cdef dict _tg_allowed = None        # (context class, primal type) -> allowed type
+cdef object _tg_no_data = None      # NoMetaData
+
+
+def install_tagging_api(python_api, context, tag_type, tagged_base, allowed, no_data):
+    """Called once by ``cassette.tagging``: the Python definitions of ``tag``,
+    ``untag``, ``istagged`` and ``metadata``, and what the fast paths read."""
+    global _tg_slow_tag, _tg_slow_untag, _tg_slow_istagged, _tg_slow_metadata
+    global _tg_context, _tg_tag_type, _tg_allowed, _tg_no_data
+    _tg_slow_tag, _tg_slow_untag, _tg_slow_istagged, _tg_slow_metadata = python_api
+    _tg_context, _tg_tag_type = context, tag_type
+    _tg_allowed, _tg_no_data = allowed, no_data
+    global _OFF_VALUE, _OFF_TAG, _OFF_DATA, _OFF_TAG_TYPES
+    offsets = [cassette_slot_offset(vars(tagged_base)[name])
+               for name in (_VALUE_SLOT, _TAG_SLOT, _DATA_SLOT)]
+    offsets.append(cassette_slot_offset(vars(tag_type)["_types"]))
+    if all(offset >= 0 for offset in offsets):
+        _OFF_VALUE, _OFF_TAG, _OFF_DATA, _OFF_TAG_TYPES = offsets
+    global _TaggedBase, _tagged_meta, _tg_context_tag_slot, _OFF_CONTEXT_TAG
+    _TaggedBase = tagged_base
+    _tagged_meta = Py_TYPE(tagged_base)
+    _tg_context_tag_slot = vars(context)["tag"]
+    _OFF_CONTEXT_TAG = cassette_slot_offset(_tg_context_tag_slot)
+
+
+cdef inline bint _tag_in_slot(object ctx):
+    """Whether ``ctx``'s class keeps ``Context.tag`` (a slot) unchanged."""
+    cdef PyTypeObject *tp = Py_TYPE(ctx)
+    if cassette_tag_slot_known(tp):
+        return True
+    if cassette_type_lookup(tp, "tag") is <PyObject *>_tg_context_tag_slot:
+        cassette_tag_slot_found(tp)      # the lookup gave it a version tag
+        return True
+    return False
+
+
+cdef inline object _api_tag(object ctx):
+    """The tag of a context with tagging, or None (the slow path decides)."""
+    cdef PyObject *found
+    # The class seen last (a Context subclass) needs no subclass test.  Not
+    # isinstance: ContextMeta would make it look up __instancecheck__.
+    if (cassette_tag_slot_known(Py_TYPE(ctx))
+            or PyObject_TypeCheck(ctx, <PyTypeObject*>_tg_context)):
+        # Context.tag is a slot: read in place unless a subclass redefines it.
+        if _OFF_CONTEXT_TAG >= 0 and _tag_in_slot(ctx):
+            found = cassette_slot_get(ctx, _OFF_CONTEXT_TAG)
+            if found is NULL:
+                return None
+            tag_ = <object>found
+        else:
+            tag_ = ctx.tag
+        if type(tag_) is _tg_tag_type:
+            return tag_
+    return None
+
+
+cdef inline object _types_of(object tag_):
+    """The dict of tagged types of a ``Tag`` (exactly a Tag)."""
+    return _slot(tag_, _OFF_TAG_TYPES, "_types")
+
+
+cdef inline bint _tagged_by(object x, object tag_):
+    return _is_tagged(x) and _tag_of(x) is tag_
+
+
+# A builtin function, not a Cython function: calls of it specialize.
+@cython.binding(False)
+def untag(x, ctx):
+    """The value ``x`` wraps if it is tagged w.r.t. ``ctx``, else ``x``."""
+    tag_ = _api_tag(ctx)
+    if tag_ is None:
+        return _tg_slow_untag(x, ctx)
+    if _tagged_by(x, tag_):
+        return _value_of(x)
+    return x
+
+
+# A builtin function, not a Cython function: calls of it specialize.
+@cython.binding(False)
+def metadata(x, ctx):
+    """The metadata ``x`` carries w.r.t. ``ctx`` (``NoMetaData`` if none)."""
+    tag_ = _api_tag(ctx)
+    if tag_ is None:
+        return _tg_slow_metadata(x, ctx)
+    if _tagged_by(x, tag_):
+        return _data_of(x)
+    return _tg_no_data
+
+
+# A builtin function, not a Cython function: calls of it specialize.
+@cython.binding(False)
+def istagged(x, ctx):
+    """Whether ``x`` is tagged w.r.t. ``ctx``."""
+    tag_ = _api_tag(ctx)
+    if tag_ is None:
+        return _tg_slow_istagged(x, ctx)
+    return _tagged_by(x, tag_)
+
+
+# The last answer found in the allowed-metadata cache: a tool tags values of
+# one primal type for one context class, again and again.
+cdef object _last_context_type = None, _last_primal_type = None, _last_allowed = None
+cdef Py_ssize_t _last_allowed_generation = -2
+
+
+cdef inline object _cached_allowed_metadata(object context_type, object primal_type):
+    """The cached ``metadatatype`` answer for these types, or None."""
+    global _last_context_type, _last_primal_type, _last_allowed, _last_allowed_generation
+    if (context_type is _last_context_type and primal_type is _last_primal_type
+            and _last_allowed_generation == _generation):
+        return _last_allowed
+    allowed = _tg_allowed.get((context_type, primal_type))
+    if allowed is not None:
+        _last_context_type, _last_primal_type, _last_allowed = context_type, primal_type, allowed
+        _last_allowed_generation = _generation
+    return allowed
+
+
+# A builtin function, not a Cython function: calls of it specialize.
+@cython.binding(False)
+def tag(value, ctx, metadata=NoMetaData):
+    """``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."""
+    tag_ = _api_tag(ctx)
+    primal_type = type(value)
+    if tag_ is None or _is_tagged(value):        # the slow path tags tagged values
+        return _tg_slow_tag(value, ctx, metadata)
+    if metadata is not _tg_no_data:
+        allowed = _cached_allowed_metadata(type(ctx), primal_type)
+        if allowed is None or type(metadata) is not allowed:
+            return _tg_slow_tag(value, ctx, metadata)
+    made = _made_tagged_type(tag_, primal_type)
+    if made is None:
+        return _tg_slow_tag(value, ctx, metadata)
+    return _new_tagged(made, value, tag_, metadata)
