@@ -39,9 +39,12 @@ Contract
 * ``repr(ctx)`` is ``Ctx(metadata=...)``, listing only non-default fields.
 """
 
+from __future__ import annotations
+
 import reprlib
 import sys
 import types
+from typing import Any, Callable, ClassVar, Never, Self, TypeVar
 
 from . import dispatch as _dispatch
 from .operations import Intercept
@@ -55,7 +58,11 @@ _INVALIDATING = frozenset({"intercept", "metadatatype", "__bases__"})
 _OWN_SLOTS = ("metadata", "pass_", "tag", "bindingscache", "_runtime", "__weakref__")
 
 
-def _default_hook(func):
+_F = TypeVar("_F", bound=Callable[..., Any])
+_C = TypeVar("_C", bound="Context")
+
+
+def _default_hook(func: _F) -> _F:
     func._cassette_default_hook = True
     return func
 
@@ -136,9 +143,18 @@ class Context(metaclass=ContextMeta):
 
     __slots__ = _OWN_SLOTS
     _cassette_context_class = True
-    intercept = Intercept.ALL
+    intercept: ClassVar[Intercept] = Intercept.ALL
 
-    def __new__(cls, *args, **kwargs):
+    #: What the context was made with (``metadata=``), shared, never copied.
+    metadata: Any
+    #: The context's pass (``pass_=``); ``NoPass`` by default.
+    pass_: Pass
+    #: The context's tag (a ``cassette.tagging.Tag``) once tagging is enabled, else None.
+    tag: Any
+    #: The context's bindings cache under tagging, else None.
+    bindingscache: Any
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
         self = object.__new__(cls)
         self.metadata = None
         self.pass_ = NoPass
@@ -147,7 +163,7 @@ class Context(metaclass=ContextMeta):
         self._runtime = None
         return self
 
-    def __init__(self, *args, metadata=None, pass_=NoPass):
+    def __init__(self, *args: Never, metadata: Any = None, pass_: Pass = NoPass) -> None:
         if args:
             raise TypeError(
                 f"{type(self).__qualname__}() takes keyword arguments only "
@@ -160,29 +176,29 @@ class Context(metaclass=ContextMeta):
     # -- hooks: the default behaviours ------------------------------------------
 
     @_default_hook
-    def prehook(self, f, /, *args, **kwargs):
+    def prehook(self, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         """Run before every operation ``f(*args, **kwargs)``.  Default: nothing."""
         return _dispatch.prehook.default(self, f, *args, **kwargs)
 
     @_default_hook
-    def posthook(self, output, f, /, *args, **kwargs):
+    def posthook(self, output: Any, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> None:
         """Run after every operation that returned ``output``.  Default: nothing."""
         return _dispatch.posthook.default(self, output, f, *args, **kwargs)
 
     @_default_hook
-    def execute(self, f, /, *args, **kwargs):
+    def execute(self, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Replace an operation: return its result, or ``cassette.OverdubInstead``
         to run it as usual.  Default: ``OverdubInstead``."""
         return _dispatch.execute.default(self, f, *args, **kwargs)
 
     @_default_hook
-    def fallback(self, f, /, *args, **kwargs):
+    def fallback(self, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run an operation that has no body to overdub.  Default: call ``f`` with
         its arguments untagged."""
         return _dispatch.fallback.default(self, f, *args, **kwargs)
 
     @classmethod
-    def metadatatype(cls, T):
+    def metadatatype(cls, T: type) -> type | None:
         """The metadata type values of type ``T`` may carry; ``None``: none allowed."""
         return None
 
@@ -257,8 +273,8 @@ class _Unchanged:
 _UNCHANGED = _Unchanged()
 
 
-def similarcontext(ctx, *, metadata=_UNCHANGED, pass_=_UNCHANGED, tag=_UNCHANGED,
-                   bindingscache=_UNCHANGED):
+def similarcontext(ctx: _C, *, metadata: Any = _UNCHANGED, pass_: Any = _UNCHANGED,
+                   tag: Any = _UNCHANGED, bindingscache: Any = _UNCHANGED) -> _C:
     """A new context of ``type(ctx)`` with the given fields replaced.
 
     Fields not given are shared with ``ctx`` (not copied); so are extra
@@ -281,7 +297,7 @@ def similarcontext(ctx, *, metadata=_UNCHANGED, pass_=_UNCHANGED, tag=_UNCHANGED
     return new
 
 
-def context(name, /):
+def context(name: str, /) -> type[Context]:
     """Return a new :class:`Context` subclass named ``name``.
 
     The class belongs to the calling module (``__module__``) with

@@ -84,11 +84,14 @@ immutable structures; lookups take no lock.  A registration made while
 another thread is dispatching takes effect at that thread's next operation.
 """
 
+from __future__ import annotations
+
 import abc
 import itertools
 import threading
 import types
 from operator import attrgetter
+from typing import Any, Callable, TypeVar
 
 from . import callables
 from ._singletons import ANY, OverdubInstead
@@ -171,6 +174,10 @@ def canonical_callee(f):
 # ---------------------------------------------------------------------------
 # Argtypes
 
+#: A handler (a function taking the context first), as ``register`` returns it.
+_HandlerFunction = TypeVar("_HandlerFunction", bound=Callable[..., Any])
+
+
 class Vararg:
     """``Vararg(T)``: zero or more further positional arguments, each matching ``T``.
 
@@ -180,7 +187,9 @@ class Vararg:
 
     __slots__ = ("type",)
 
-    def __init__(self, T):
+    type: Any
+
+    def __init__(self, T: Any) -> None:
         object.__setattr__(self, "type", _check_argtype(T, "Vararg(T)"))
 
     def __setattr__(self, name, value):
@@ -524,7 +533,7 @@ class GenericHook:
     See the module docstring for registration and specificity rules.
     """
 
-    def __init__(self, name, default):
+    def __init__(self, name: str, default: Callable[..., Any]) -> None:
         self.name = name
         self.default = default
         # Whether a handler that does nothing may be skipped (its result is
@@ -544,7 +553,8 @@ class GenericHook:
 
     # -- registration -------------------------------------------------------
 
-    def register(self, ctx_class, callee=ANY, *argtypes):
+    def register(self, ctx_class: type, callee: Any = ANY,
+                 *argtypes: Any) -> Callable[[_HandlerFunction], _HandlerFunction]:
         """``register(ContextClass, callee=ANY, *argtypes)`` -> decorator.
 
         The decorator records its function as a handler and returns it
@@ -603,7 +613,7 @@ class GenericHook:
                 del self._table[ctx_class]
         return removed
 
-    def unregister(self, func):
+    def unregister(self, func: Callable[..., Any]) -> None:
         """Remove every ``register``-ed handler of this hook that is ``func``.
 
         Raises ``ValueError`` if there is none.  Class-body hooks are not
@@ -624,7 +634,7 @@ class GenericHook:
             else:
                 _bump()
 
-    def registrations(self):
+    def registrations(self) -> list[tuple[type, Any, tuple[Any, ...], Callable[..., Any]]]:
         """Every handler of this hook as ``(ctx_class, callee, argtypes, func)``,
         oldest first (class-body hooks included)."""
         with _lock:
@@ -664,7 +674,7 @@ class GenericHook:
             current.append(h)
         return Selector(tuple(tuple(t) for t in tiers), default, tuple(h for _, h in cands))
 
-    def __call__(self, ctx, f, /, *args, **kwargs):
+    def __call__(self, ctx: Any, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         ctx_type = type(ctx)
         if not getattr(ctx_type, "_cassette_context_class", False):
             raise TypeError(f"cassette.{self.name}: the first argument must be a "
@@ -682,7 +692,8 @@ class GenericHook:
 class _PosthookGenericHook(GenericHook):
     """The posthook generic: handlers take ``(ctx, output, f, *args, **kwargs)``."""
 
-    def __call__(self, ctx, output, f, /, *args, **kwargs):
+    def __call__(self, ctx: Any, output: Any, f: Callable[..., Any],  # type: ignore[override]
+                 /, *args: Any, **kwargs: Any) -> Any:
         ctx_type = type(ctx)
         if not getattr(ctx_type, "_cassette_context_class", False):
             raise TypeError(f"cassette.{self.name}: the first argument must be a "
@@ -763,7 +774,7 @@ def tagging_propagator(callee):
 def record_parts(ctx, sequence, parts):
     """Record ``parts`` — per element of list ``sequence``, ``(value,
     metadata)`` or None — in ``ctx``'s bindings cache: the runtime calls it
-    for a list without a record that it adopted or wrote a tagged value
+    for a list without a record that it built or wrote a tagged value
     into.  Nothing is recorded until the propagation layer is installed."""
     return None
 

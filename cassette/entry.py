@@ -9,14 +9,18 @@ only (reference §3.4).  ``overdub`` is a small C function from the core for thi
 reason: a Python function cannot keep its own frame out of a traceback.
 """
 
+from __future__ import annotations
+
 import collections
 import os
 import sys
 import threading
+from typing import TYPE_CHECKING, Any, Callable, ParamSpec, TypeVar
 
 from . import callables
 from .engine import check_arguments, operation_has_body
 from .operations import OPERATIONS
+from .context import Context
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 if os.environ.get("CASSETTE_PURE_PYTHON", "") not in ("", "0"):
@@ -69,7 +73,11 @@ def runtime_of(ctx):
         return runtime
 
 
-def _overdub(ctx, f, /, *args, **kwargs):
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _overdub(ctx: Context, f: Callable[_P, _R], /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
     """Run ``f(*args, **kwargs)`` with every operation in its body — and,
     recursively, in everything it calls — routed through ``ctx``.
 
@@ -82,17 +90,21 @@ def _overdub(ctx, f, /, *args, **kwargs):
     return runtime_of(ctx).run(f, args, kwargs, ctx)
 
 
-try:
-    from ._core import make_entry
-except ImportError:  # not built: the entry keeps its own frame
+if TYPE_CHECKING:
+    # What a type checker sees of the C function below: _overdub's signature.
     overdub = _overdub
 else:
-    overdub = make_entry(_overdub, callables.remove_library_entries, __name__)
+    try:
+        from ._core import make_entry
+    except ImportError:  # not built: the entry keeps its own frame
+        overdub = _overdub
+    else:
+        overdub = make_entry(_overdub, callables.remove_library_entries, __name__)
 callables.register_nested_entry(overdub)
 callables.register_nested_entry(_overdub)
 
 
-def canoverdub(ctx, f, /, *args, **kwargs):
+def canoverdub(ctx: Context, f: Callable[..., Any], /, *args: Any, **kwargs: Any) -> bool:
     """True when cassette can run ``f``'s body overdubbed; False when
     ``overdub(ctx, f, …)`` would go straight to ``fallback``."""
     check_arguments(ctx, f)

@@ -24,7 +24,7 @@ for the duration of the block, chained to any profile function already
 installed; it slows the code it watches several times over.  On 3.11 a
 profile function also turns off the interpreter's specialization, under
 which it would inline a Python ``__getitem__`` at a hot ``obj[i]``; cassette
-keeps that from happening (see ``cassette/_core.pyx``), but the counter
+keeps that from happening (see ``cassette/_core_src/compat.h``), but the counter
 cannot witness it there.
 
 With the Cython core, the interpreter's own calls of Python code are routed
@@ -34,9 +34,12 @@ routing: code the interpreter calls from C — a Python ``__add__`` behind
 counter reports it.
 """
 
+from __future__ import annotations
+
 import collections
 import os
 import sys
+from typing import Any, Literal
 
 from . import callables
 from .entry import IMPLEMENTATION
@@ -61,15 +64,16 @@ class Escapes:
     sum."""
 
     __slots__ = ("frames",)
+    frames: collections.Counter[str]
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.frames = collections.Counter()
 
     @property
-    def total(self):
+    def total(self) -> int:
         return sum(self.frames.values())
 
-    def report(self, limit=20):
+    def report(self, limit: int = 20) -> str:
         """The most frequent escapes, one per line, for an assertion message."""
         lines = [f"{self.total} escapes"]
         lines += [f"  x{count}: {where}" for where, count in self.frames.most_common(limit)]
@@ -162,15 +166,15 @@ class count_escapes:
     """A context manager counting the escapes of overdubbed code running on
     this thread inside its block; ``as`` gives the :class:`Escapes`."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.escapes = Escapes()
         self._previous = None
 
-    def __enter__(self):
+    def __enter__(self) -> Escapes:
         self._previous = sys.getprofile()
         sys.setprofile(_Counter(self.escapes, self._previous))
         return self.escapes
 
-    def __exit__(self, *exc_info):
+    def __exit__(self, *exc_info: object) -> Literal[False]:
         sys.setprofile(self._previous)
         return False

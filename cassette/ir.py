@@ -33,13 +33,19 @@ Building blocks that spell the same thing on 3.11, 3.12 and 3.13:
   function under a context, for debugging a pass.
 """
 
+from __future__ import annotations
+
 import dis as _dis
 import sys
+import types
+from typing import Any, Callable, Iterable, Sequence, TextIO, TypeVar
 
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label
+from bytecode.instr import InstrLocation
 
 from .rewrite import CONTEXT, NoOverdub, stack_producers, stack_tags, following
 from .versions import LAYER
+from .context import Context
 
 __all__ = [
     "CONTEXT", "nooverdub", "insert_statements", "replace_match", "call",
@@ -49,14 +55,22 @@ __all__ = [
 ]
 
 
-def nooverdub(callee):
+#: A list of bytecode elements (``Instr``, ``Label``, ``TryBegin`` …), as a
+#: ``bytecode.Bytecode`` is; the functions that change one in place return it.
+_Elements = TypeVar("_Elements", bound=list[Any])
+#: Where an instruction comes from, as ``Instr(location=…)`` takes it.
+Location = InstrLocation | int | None
+
+
+def nooverdub(callee: Callable[..., Any]) -> NoOverdub:
     """A constant standing for ``callee`` whose calls are not intercepted."""
     return NoOverdub(callee)
 
 
 # -- Cassette's IR functions ---------------------------------------------------
 
-def insert_statements(instrs, stmtcount, newstmts):
+def insert_statements(instrs: _Elements, stmtcount: Callable[[Instr, int], int | None],
+                      newstmts: Callable[[Instr, int], Sequence[Any]]) -> _Elements:
     """Replace instructions of ``instrs`` (a ``Bytecode`` or list, changed in
     place and returned) by new ones, as Cassette's ``insert_statements!``.
 
@@ -88,7 +102,7 @@ def insert_statements(instrs, stmtcount, newstmts):
     return instrs
 
 
-def replace_match(replace, ismatch, x):
+def replace_match(replace: Callable[[Any], Any], ismatch: Callable[[Any], bool], x: Any) -> Any:
     """``x`` (a ``Bytecode`` or list, changed in place and returned) with
     every element ``y`` for which ``ismatch(y)`` replaced by ``replace(y)``,
     as Cassette's ``replace_match!``.
@@ -129,7 +143,7 @@ def _located(elements, location):
 
 # -- building blocks -----------------------------------------------------------
 
-def call(callee, *args, location=None):
+def call(callee: Any, *args: Any, location: Location = None) -> list[Instr]:
     """Instructions that call ``callee`` (a constant: wrap it in
     :func:`nooverdub` to keep the call from being intercepted) with
     ``args`` and leave the result on the stack.  Each argument is a list of
@@ -146,7 +160,7 @@ def call(callee, *args, location=None):
     return code
 
 
-def call_statement(callee, *args, location=None):
+def call_statement(callee: Any, *args: Any, location: Location = None) -> list[Instr]:
     """:func:`call`, discarding the result: stack-neutral, ready for
     :func:`insert_statements`."""
     return call(callee, *args, location=location) + [Instr("POP_TOP", location=location)]
@@ -160,7 +174,7 @@ def _callable_pair(callee, location):
     return [null, load] if LAYER.null_below_callable else [load, null]
 
 
-def variable(code, name, location=None):
+def variable(code: Bytecode, name: str, location: Location = None) -> list[Instr]:
     """Instructions loading the variable ``name`` of ``code`` (a local, or a
     cell or free variable of a closure)."""
     if name in code.cellvars:
@@ -182,8 +196,11 @@ class CallSite:
     """
 
     __slots__ = ("call", "callee", "method")
+    call: Instr
+    callee: Instr | None
+    method: bool
 
-    def __init__(self, call, callee, method):
+    def __init__(self, call: Instr, callee: Instr | None, method: bool) -> None:
         self.call = call
         self.callee = callee
         self.method = method
@@ -192,7 +209,7 @@ class CallSite:
         return f"<CallSite {loaded_name(self.callee)!r} by {self.call.name}>"
 
 
-def call_sites(code):
+def call_sites(code: Iterable[Any]) -> list[CallSite]:
     """The :class:`CallSite` of every reachable call in ``code`` (a
     ``Bytecode`` or list of elements), in order."""
     elements = list(code)
@@ -225,7 +242,7 @@ def call_sites(code):
     return sites
 
 
-def loaded_name(instr):
+def loaded_name(instr: Any) -> str | None:
     """The name ``instr`` loads (``LOAD_GLOBAL``, ``LOAD_NAME``, ``LOAD_FAST``,
     ``LOAD_DEREF``, ``LOAD_ATTR``, ``LOAD_METHOD`` …), or None."""
     if not isinstance(instr, Instr) or not instr.name.startswith("LOAD_"):
@@ -238,7 +255,7 @@ def loaded_name(instr):
     return arg if isinstance(arg, str) else None
 
 
-def replace_callee(code, site, new_callee):
+def replace_callee(code: _Elements, site: CallSite, new_callee: Any) -> _Elements:
     """Make ``site`` (a :class:`CallSite` of ``code``) call ``new_callee``
     instead: a constant, or a list of instructions computing the callable.
     The arguments stay as they are.  ``ValueError`` for a method call
@@ -260,7 +277,7 @@ def replace_callee(code, site, new_callee):
     raise ValueError(f"replace_callee: {site!r} is not in this code")
 
 
-def line_starts(code):
+def line_starts(code: Iterable[Any]) -> dict[int, int]:
     """``{line number: index}``: for each source line of ``code``, the index
     of its first instruction (in code order) before which statements may be
     inserted — after the function's prologue, never inside an instruction
@@ -286,7 +303,7 @@ def line_starts(code):
     return starts
 
 
-def back_edges(code):
+def back_edges(code: Iterable[Any]) -> list[Instr]:
     """The jump instructions of ``code`` that close a loop: jumps to a label
     placed before them (not those of ``await``/``yield from``)."""
     seen_labels = set()
@@ -300,7 +317,7 @@ def back_edges(code):
     return edges
 
 
-def on_jump_taken(code, jump, statements):
+def on_jump_taken(code: _Elements, jump: Instr, statements: Iterable[Instr]) -> _Elements:
     """Insert ``statements`` (stack-neutral instructions) into ``code`` so
     they run exactly when the jump instruction ``jump`` is taken.  An
     unconditional jump gets them in front; a conditional one becomes the
@@ -325,7 +342,7 @@ def on_jump_taken(code, jump, statements):
 
 # -- debugging -----------------------------------------------------------------
 
-def rewritten_code(ctx, f):
+def rewritten_code(ctx: Context, f: Callable[..., Any]) -> types.CodeType:
     """The code object that runs when ``f``'s body is overdubbed with
     ``ctx``: ``ctx``'s pass applied, operations rewritten, constants bound
     to ``ctx``'s runtime.  ``TypeError`` for what has no Python body."""
@@ -339,6 +356,6 @@ def rewritten_code(ctx, f):
     return engine.rewritten_function(function, runtime, escapes=True).__code__
 
 
-def dis(ctx, f, *, file=None):
+def dis(ctx: Context, f: Callable[..., Any], *, file: TextIO | None = None) -> None:
     """Print the disassembly of :func:`rewritten_code` ``(ctx, f)``."""
     _dis.dis(rewritten_code(ctx, f), file=file if file is not None else sys.stdout)

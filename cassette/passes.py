@@ -26,21 +26,33 @@ This module defines the value type and how the rewriting layer runs passes
   the cause chained.
 """
 
+from __future__ import annotations
+
 import contextlib
 import functools
 import sys
+from typing import Any, Callable
 
 import bytecode as _bytecode
 
 from .errors import PassError
 
-__all__ = ["Pass", "NoPass"]
+__all__ = ["Pass", "NoPass", "Transform"]
+
+
+#: What a pass's transform is: ``transform(ctx_type, func, code) -> code``,
+#: ``code`` a ``bytecode.Bytecode`` (a ``ConcreteBytecode`` or
+#: ``ControlFlowGraph`` returned is converted).
+PassResult = _bytecode.Bytecode | _bytecode.ConcreteBytecode | _bytecode.ControlFlowGraph
+Transform = Callable[[type, Any, _bytecode.Bytecode], PassResult]
 
 
 class Pass:
     """A bytecode pass (see the module docstring for the contract)."""
 
-    def __init__(self, transform):
+    transform: Transform
+
+    def __init__(self, transform: Transform | Pass) -> None:
         if isinstance(transform, Pass):
             transform = transform.transform
         if not callable(transform):
@@ -54,7 +66,8 @@ class Pass:
         if "__qualname__" not in self.__dict__:
             self.__qualname__ = self.__name__
 
-    def __call__(self, ctx_type, func, code):
+    def __call__(self, ctx_type: type, func: Any,
+                 code: _bytecode.Bytecode) -> PassResult:
         return self.transform(ctx_type, func, code)
 
     def __repr__(self):

@@ -45,10 +45,13 @@ Contract
   see the primal values of arguments tagged w.r.t. the running context.
 """
 
+from __future__ import annotations
+
 import copy as _copy
 import itertools
 import operator
 import weakref
+from typing import Any, Callable, TypeVar
 
 from ._singletons import (NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_TAG_SLOT,
                           TAGGED_VALUE_SLOT)
@@ -64,6 +67,9 @@ __all__ = [
 ]
 
 
+_C = TypeVar("_C", bound=Context)
+
+
 class Meta:
     """The metadata of one component (element, item or attribute) of a
     container or object, as :func:`metameta` reports it: ``data`` (the
@@ -71,8 +77,10 @@ class Meta:
     (metadata of its own components, or ``NoMetaMeta``)."""
 
     __slots__ = ("data", "meta")
+    data: Any
+    meta: Any
 
-    def __init__(self, data=NoMetaData, meta=NoMetaMeta):
+    def __init__(self, data: Any = NoMetaData, meta: Any = NoMetaMeta) -> None:
         self.data = data
         self.meta = meta
 
@@ -178,7 +186,7 @@ class TaggedMeta(type):
     """Metaclass of :class:`Tagged`: ``Tagged[T]`` names the generic type of
     tagged values wrapping a ``T``."""
 
-    def __getitem__(cls, primal_type):
+    def __getitem__(cls, primal_type: type) -> TaggedMeta:
         if cls is not Tagged:
             raise TypeError(f"{cls.__name__} is already specialised")
         if not isinstance(primal_type, type):
@@ -280,7 +288,7 @@ class Tagged(metaclass=TaggedMeta):
     def __bool__(self):
         return bool(object.__getattribute__(self, _VALUE))
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return object.__getattribute__(self, _VALUE)(*args, **kwargs)
 
     def __copy__(self):
@@ -417,7 +425,7 @@ def _require_tagging(ctx, who):
     return tag_
 
 
-def enabletagging(ctx, f):
+def enabletagging(ctx: _C, f: Callable[..., Any]) -> _C:
     """A context like ``ctx`` with a fresh tag and an empty bindings cache."""
     if not isinstance(ctx, Context):
         raise TypeError(f"enabletagging: expected a cassette.Context instance, got {ctx!r}")
@@ -426,7 +434,7 @@ def enabletagging(ctx, f):
     return similarcontext(ctx, tag=Tag(type(ctx)), bindingscache=BindingsCache())
 
 
-def hastagging(ctx):
+def hastagging(ctx: Context) -> bool:
     """Whether ``ctx`` has tagging enabled."""
     return _context_tag(ctx, "hastagging") is not None
 
@@ -493,7 +501,7 @@ def _converted_metadata(ctx, value, data):
     return _rewrap(converted, layers)
 
 
-def tag(value, ctx, metadata=NoMetaData):
+def tag(value: Any, ctx: Context, metadata: Any = NoMetaData) -> Any:
     """``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."""
     tag_ = _require_tagging(ctx, "tag")
     if type(value) in _type_tags and _get(value, _TAG) is tag_:
@@ -505,13 +513,13 @@ def tag(value, ctx, metadata=NoMetaData):
 # The functions below are what a tool's handlers call for every operation:
 # the common case (a context with tagging) is written out inline.
 
-def istagged(x, ctx):
+def istagged(x: Any, ctx: Context) -> bool:
     """Whether ``x`` is tagged w.r.t. ``ctx``."""
     tag_ = _context_tag(ctx, "istagged")
     return tag_ is not None and type(x) in _type_tags and _get(x, _TAG) is tag_
 
 
-def untag(x, ctx):
+def untag(x: Any, ctx: Context) -> Any:
     """The value ``x`` wraps if it is tagged w.r.t. ``ctx``, else ``x``."""
     if isinstance(ctx, Context):
         tag_ = ctx.tag
@@ -525,7 +533,7 @@ def untag(x, ctx):
     return x
 
 
-def metadata(x, ctx):
+def metadata(x: Any, ctx: Context) -> Any:
     """The metadata ``x`` carries w.r.t. ``ctx`` (``NoMetaData`` if none)."""
     if isinstance(ctx, Context):
         tag_ = ctx.tag
@@ -537,12 +545,12 @@ def metadata(x, ctx):
     return _get(x, _DATA) if tag_of(x) is tag_ else NoMetaData
 
 
-def hasmetadata(x, ctx):
+def hasmetadata(x: Any, ctx: Context) -> bool:
     """Whether ``x`` carries metadata w.r.t. ``ctx``."""
     return metadata(x, ctx) is not NoMetaData
 
 
-def metameta(x, ctx):
+def metameta(x: Any, ctx: Context) -> Any:
     """The per-component metadata of ``x`` w.r.t. ``ctx`` (``NoMetaMeta`` if
     none): what ``ctx``'s runs stored into the components of container or
     object ``x`` (see :func:`cassette.propagation.components`).  For a
@@ -568,7 +576,7 @@ def install_components(components):
     _components = components
 
 
-def hasmetameta(x, ctx):
+def hasmetameta(x: Any, ctx: Context) -> bool:
     """Whether ``x`` carries per-component metadata w.r.t. ``ctx``."""
     return metameta(x, ctx) is not NoMetaMeta
 
@@ -587,12 +595,12 @@ def _type_tag_matches(T, ctx_or_type, who):
     raise TypeError(f"{who}: expected a context or a context class, got {ctx_or_type!r}")
 
 
-def istaggedtype(T, ctx_or_type):
+def istaggedtype(T: type, ctx_or_type: Context | type[Context]) -> bool:
     """Whether ``T`` is the type of values tagged w.r.t. ``ctx_or_type``."""
     return _type_tag_matches(T, ctx_or_type, "istaggedtype")
 
 
-def untagtype(T, ctx_or_type):
+def untagtype(T: type, ctx_or_type: Context | type[Context]) -> type:
     """The type of the values that values of type ``T`` wrap, if ``T`` is a
     tagged type of ``ctx_or_type``; else ``T``."""
     if _type_tag_matches(T, ctx_or_type, "untagtype"):
