@@ -36,8 +36,8 @@ from cassette.markers import EXHAUSTED
 
 # -- the parts, one concern each (cassette/_core_src/) -----------------------
 
-include "_core_src/protocol.pxi"
 include "_core_src/runtime.pxi"
+include "_core_src/protocol.pxi"
 include "_core_src/tagging.pxi"
 include "_core_src/propagation.pxi"
 include "_core_src/sites.pxi"

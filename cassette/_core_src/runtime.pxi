@@ -26,28 +26,14 @@ cdef object _operation_has_body = engine.operation_has_body
 
 cdef Py_ssize_t _generation = -1
 
-#: Frames lent to cassette's own Python helpers (see ``_own``).
-cdef int _LENT_FRAMES = 50
 
-
-cdef object _own(object helper, Py_ssize_t nargs, object first, object second):
+cdef inline object _own(object helper, size_t nargs, object first, object second):
     """``helper(first)`` or ``helper(first, second)`` (``nargs``): cassette's
     own Python work done for the program (a lookup, a rewrite, routing a
-    class), with frames lent for it.  The program may be at its recursion
-    limit where a plain run needs no frame at all (a first call, a `with`,
-    an exception handler): cassette's frames must not fail there, nor spend
-    the program's budget.  Unlike raising the limit, taking the frames back
-    never fails, even at a depth above the program's limit, and other
-    threads keep their budgets.  The helper must not run program code
-    (which would then get the lent frames too)."""
-    cdef PyObject *stack[2]
-    stack[0] = <PyObject *>first
-    stack[1] = <PyObject *>second
-    cassette_credit_python_frames(_LENT_FRAMES)
-    try:
-        return PyObject_Vectorcall(helper, stack, nargs, NULL)
-    finally:
-        cassette_credit_python_frames(-_LENT_FRAMES)
+    class), with frames lent for it (see cassette_own_call).  The helper
+    must not run program code (which would then get the lent frames too)."""
+    return cassette_own_call(helper, first, second, nargs)
+
 
 cdef Py_ssize_t CACHE_MAX = engine.RESOLUTION_CACHE_MAX
 
