@@ -31,6 +31,16 @@ Usage (from anywhere; paths are relative to the repository root)::
 
     Example: ``python3 tools/dev.py test --python 3.12 -k dispatch -x``.
 
+    ``--python 3.14`` and ``--python 3.15`` (not yet supported, so never run
+    by default) use CPython from Debian's unstable suite: the first use makes
+    a Debian root file system with them in ``~/.cache/cassette-dev/debian-sid``
+    (``CASSETTE_DEBIAN_ROOT`` overrides; debootstrap and apt, about a minute,
+    as root), and every later run reuses it.  Their venvs are ``.venv/3.14``
+    and ``.venv/3.15`` as usual; what runs in them runs in that root through
+    chroot, with the checkout, /tmp, /dev and /proc bind-mounted at their own
+    paths for the duration of the command (and unmounted after it, also on
+    failure or Ctrl-C).
+
 ``bench``
     Runs ``python -m pytest bench/ --benchmark-only`` in ``.venv/3.12``,
     installed with the ``bench`` extra (added to whatever it already has).
@@ -51,6 +61,7 @@ that hash changes, the extras grow, or the built extension is missing.  Pure
 Python changes need no reinstall: the install is editable.
 """
 
+import contextlib
 import hashlib
 import json
 import os
@@ -72,6 +83,20 @@ BUILD_INPUT_GLOBS = ("*.pyx", "*.pxd", "*.pxi", "*.h")
 STAMP_NAME = "cassette-dev-stamp.json"
 # Bump to force every venv to reinstall after a change to the install recipe.
 RECIPE = 1
+
+# CPython releases that pyenv cannot provide here come from Debian's unstable
+# suite.  They need a newer C library than the host's, so they live in a
+# Debian root file system of their own and run there through chroot, with the
+# checkout, /tmp, /dev and /proc bind-mounted at the same paths.  Made once
+# (about a minute: debootstrap, then apt) and kept; needs root.  Not yet
+# among SUPPORTED: `test --python 3.14` runs the suite there on request.
+DEBIAN_PYTHONS = ("3.14", "3.15")
+DEBIAN_ROOT = Path(os.environ.get("CASSETTE_DEBIAN_ROOT")
+                   or Path.home() / ".cache" / "cassette-dev" / "debian-sid")
+DEBIAN_PACKAGES = ["gcc", "libc6-dev", "ca-certificates"] + [
+    name % version for version in DEBIAN_PYTHONS
+    for name in ("python%s", "python%s-dev", "python%s-venv", "libpython%s-testsuite")]
+DEBIAN_SHARED = (ROOT, Path("/tmp"), Path("/dev"), Path("/proc"))
 
 # Asked of every candidate interpreter: version, real executable, and whether
 # it can make a venv with pip in it.
@@ -122,19 +147,25 @@ def capture(cmd):
 
 
 class Interpreter:
-    def __init__(self, version, full_version, executable):
+    def __init__(self, version, full_version, executable, prefix=()):
         self.version = version            # "3.12"
         self.full_version = full_version  # "3.12.1"
         self.executable = executable      # real path of the base interpreter
+        self.prefix = list(prefix)        # what runs its programs (chroot), or nothing
+
+    def command(self, program, *args):
+        """The command line running ``program`` (this interpreter or one of
+        its venvs) with ``args``."""
+        return self.prefix + [program] + list(args)
 
 
-def probe(exe):
+def probe(exe, prefix=()):
     """Return an Interpreter for ``exe``, or None if it does not run or
     cannot create a venv."""
-    lines = (capture([exe, "-c", PROBE]) or "").split()
+    lines = (capture(list(prefix) + [exe, "-c", PROBE]) or "").split()
     if len(lines) != 4 or lines[3] != "1":
         return None
-    return Interpreter(lines[0], lines[1], lines[2])
+    return Interpreter(lines[0], lines[1], lines[2], prefix)
 
 
 def pyenv_command():
@@ -187,10 +218,112 @@ def find_interpreter(version):
     found = from_pyenv(version)
     if found:
         return found
+    if version in DEBIAN_PYTHONS:
+        return from_debian(version)
     raise DevError(
         "Python %s is missing: no working %s on PATH and no pyenv-installed "
         "%s.x (install one, e.g. `pyenv install %s`, or point CASSETTE_PYTHONS "
         "at it)" % (version, name, version, version))
+
+
+# --------------------------------------------------------------------------
+# Interpreters from Debian unstable, in a root file system of their own
+
+
+def debian_prefix():
+    """What runs a program inside the Debian root, in the caller's directory
+    (the checkout is mounted at its own path there)."""
+    return ["chroot", str(DEBIAN_ROOT), "env", "--chdir=%s" % ROOT]
+
+
+def host_debian_mirror():
+    """The Debian mirror the host's apt sources use (its package registry)."""
+    for source in sorted(Path("/etc/apt").glob("sources.list*")) + sorted(
+            Path("/etc/apt/sources.list.d").glob("*")):
+        try:
+            text = source.read_text()
+        except OSError:
+            continue
+        for url in re.findall(r"(?:^URIs:|^deb)\s+(?:\[[^]]*\]\s+)?(\S+)", text, re.M):
+            if "security" not in url and "debian" in url:
+                return url
+    return "http://deb.debian.org/debian"
+
+
+def ensure_debian_root():
+    """Make DEBIAN_ROOT hold Debian unstable with the DEBIAN_PYTHONS."""
+    wanted = [DEBIAN_ROOT / "usr" / "bin" / ("python" + v) for v in DEBIAN_PYTHONS]
+    if all(path.exists() for path in wanted):
+        return
+    if os.geteuid() != 0:
+        raise DevError("Python %s come from Debian unstable in a chroot at %s, which "
+                       "needs root to make (or point CASSETTE_PYTHONS at them)"
+                       % (" and ".join(DEBIAN_PYTHONS), DEBIAN_ROOT))
+    if not shutil.which("debootstrap"):
+        say("dev.py: installing debootstrap")
+        if run(["apt-get", "install", "-y", "-qq", "debootstrap"]) != 0:
+            raise DevError("apt-get could not install debootstrap")
+    partial = DEBIAN_ROOT.with_name(DEBIAN_ROOT.name + ".partial")
+    unmount_all(partial)
+    shutil.rmtree(str(partial), ignore_errors=True)
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    mirror = host_debian_mirror()
+    say("dev.py: making a Debian unstable root in %s from %s" % (partial, mirror))
+    if run(["debootstrap", "--variant=minbase", "sid", partial, mirror],
+           stdout=subprocess.DEVNULL) != 0:
+        raise DevError("debootstrap of Debian unstable into %s failed" % partial)
+    shutil.copy("/etc/resolv.conf", str(partial / "etc" / "resolv.conf"))
+    bundle = os.environ.get("PIP_CERT") or "/etc/ssl/certs/ca-certificates.crt"
+    say("dev.py: installing %s there" % ", ".join(DEBIAN_PACKAGES))
+    with mounted(partial, [Path("/proc"), Path("/dev")]):
+        status = run(["chroot", partial, "apt-get", "install", "-y", "-qq",
+                      "--no-install-recommends"] + DEBIAN_PACKAGES,
+                     stdout=subprocess.DEVNULL)
+    if status != 0:
+        raise DevError("apt-get in the Debian root failed (exit %d)" % status)
+    if os.path.exists(bundle):      # the host's CA bundle (a proxy's, say)
+        shutil.copy(bundle, str(partial / "etc" / "ssl" / "certs" / "ca-certificates.crt"))
+    partial.rename(DEBIAN_ROOT)
+
+
+@contextlib.contextmanager
+def mounted(root, paths):
+    """Bind-mount ``paths`` into ``root`` at the same paths for the block;
+    unmount what was mounted here when it ends, however it ends."""
+    done = []
+    try:
+        for path in paths:
+            target = root / path.relative_to("/")
+            if os.path.ismount(str(target)):
+                continue            # a previous run's, left mounted: use it
+            target.mkdir(parents=True, exist_ok=True)
+            if run(["mount", "--bind", path, target]) != 0:
+                raise DevError("could not bind-mount %s into %s" % (path, root))
+            done.append(target)
+        yield
+    finally:
+        for target in reversed(done):
+            run(["umount", "--lazy", target])
+
+
+def unmount_all(root):
+    """Unmount whatever is mounted below ``root`` (a run killed mid-way)."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text().split("\n")
+    except OSError:
+        return
+    points = [line.split()[1] for line in mounts if len(line.split()) > 1]
+    for point in sorted((p for p in points if p.startswith(str(root) + "/")), reverse=True):
+        run(["umount", "--lazy", point])
+
+
+def from_debian(version):
+    ensure_debian_root()
+    found = probe("/usr/bin/python" + version, ["chroot", str(DEBIAN_ROOT)])
+    if not found or found.version != version:
+        raise DevError("Python %s in the Debian root %s does not run" % (version, DEBIAN_ROOT))
+    found.prefix = debian_prefix()      # run where the caller is: needs debian_mounts
+    return found
 
 
 # --------------------------------------------------------------------------
@@ -201,18 +334,18 @@ def venv_python(venv):
     return venv / "bin" / "python"
 
 
-def venv_info(venv):
+def venv_info(interp, venv):
     """(full_version, EXT_SUFFIX) of a venv's interpreter, or None if broken."""
     code = ("import sys, sysconfig; print(sys.version.split()[0]); "
             "print(sysconfig.get_config_var('EXT_SUFFIX'))")
-    lines = (capture([venv_python(venv), "-c", code]) or "").split()
+    lines = (capture(interp.command(venv_python(venv), "-c", code)) or "").split()
     return tuple(lines) if len(lines) == 2 else None
 
 
 def ensure_venv(interp):
     """Create or reuse ``.venv/<X.Y>``; return (venv path, EXT_SUFFIX)."""
     venv = VENVS / interp.version
-    info = venv_info(venv) if venv.exists() else None
+    info = venv_info(interp, venv) if venv.exists() else None
     if info is None or info[0] != interp.full_version:
         if venv.exists():
             say("dev.py: recreating %s (broken or made by another Python %s)"
@@ -220,9 +353,9 @@ def ensure_venv(interp):
             shutil.rmtree(str(venv))
         say("dev.py: creating %s with %s (Python %s)"
             % (venv.relative_to(ROOT), interp.executable, interp.full_version))
-        if run([interp.executable, "-m", "venv", venv]) != 0:
+        if run(interp.command(interp.executable, "-m", "venv", venv)) != 0:
             raise DevError("could not create %s" % venv)
-        info = venv_info(venv)
+        info = venv_info(interp, venv)
         if info is None:
             raise DevError("the new venv %s does not run" % venv)
     return venv, info[1]
@@ -243,7 +376,8 @@ def build_inputs_hash(full_version):
 
 def ensure_installed(interp, extras):
     """Make ``.venv/<X.Y>`` hold an up-to-date editable install of cassette
-    with at least ``extras``; return the venv's python."""
+    with at least ``extras``; return the command prefix running the venv's
+    python (a list)."""
     venv, ext_suffix = ensure_venv(interp)
     stamp_path = venv / STAMP_NAME
     try:
@@ -255,7 +389,7 @@ def ensure_installed(interp, extras):
     current = build_inputs_hash(interp.full_version)
     extension = ROOT / "cassette" / ("_core" + ext_suffix)
     if stamp.get("hash") == current and have.issuperset(extras) and extension.exists():
-        return venv_python(venv)
+        return interp.command(venv_python(venv))
 
     say("dev.py: installing cassette[%s] (editable) into %s"
         % (",".join(wanted), venv.relative_to(ROOT)))
@@ -263,8 +397,8 @@ def ensure_installed(interp, extras):
         stamp_path.unlink()
     env = dict(os.environ, CASSETTE_FORCE_CYTHON="1")
     target = ".[%s]" % ",".join(wanted) if wanted else "."
-    status = run([venv_python(venv), "-m", "pip", "install", "-qq",
-                  "--disable-pip-version-check", "--editable", target],
+    status = run(interp.command(venv_python(venv), "-m", "pip", "install", "-qq",
+                  "--disable-pip-version-check", "--editable", target),
                  cwd=str(ROOT), env=env)
     if status != 0:
         raise DevError("pip install of cassette into %s failed (exit %d)"
@@ -272,7 +406,7 @@ def ensure_installed(interp, extras):
     if not extension.exists():
         raise DevError("the install did not build %s" % extension.relative_to(ROOT))
     stamp_path.write_text(json.dumps({"hash": current, "extras": wanted}) + "\n")
-    return venv_python(venv)
+    return interp.command(venv_python(venv))
 
 
 # --------------------------------------------------------------------------
@@ -305,6 +439,7 @@ def junit_counts(path):
 
 
 def run_pytest(python, label, pytest_args, pure):
+    """``python``: the command prefix running the venv's interpreter."""
     """Run pytest with live output; return a RunResult."""
     env = dict(os.environ)
     env.pop("CASSETTE_PURE_PYTHON", None)
@@ -312,7 +447,7 @@ def run_pytest(python, label, pytest_args, pure):
         env["CASSETTE_PURE_PYTHON"] = "1"
     with tempfile.TemporaryDirectory(prefix="cassette-dev-") as tmp:
         xml_path = os.path.join(tmp, "junit.xml")
-        status = run([python, "-m", "pytest", "tests/", "--junitxml", xml_path]
+        status = run(python + ["-m", "pytest", "tests/", "--junitxml", xml_path]
                      + list(pytest_args), cwd=str(ROOT), env=env)
         try:
             tests, failed, skipped = junit_counts(xml_path)
@@ -366,9 +501,9 @@ def parse_test_args(args):
                 value = arg.split("=", 1)[1]
             for version in value.split(","):
                 version = version.strip()
-                if version not in SUPPORTED:
+                if version not in SUPPORTED + DEBIAN_PYTHONS:
                     raise DevError("unsupported --python %r; choose from %s"
-                                   % (version, ", ".join(SUPPORTED)))
+                                   % (version, ", ".join(SUPPORTED + DEBIAN_PYTHONS)))
                 if version not in versions:
                     versions.append(version)
         else:
@@ -378,12 +513,25 @@ def parse_test_args(args):
 
 def cmd_test(args):
     versions, pytest_args = parse_test_args(args)
+    with contextlib.ExitStack() as mounts:
+        results = run_versions(versions, pytest_args, mounts)
+    print_summary(results)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def run_versions(versions, pytest_args, mounts):
+    """Both runs of each version (mounting what the Debian interpreters need
+    on ``mounts`` once they exist); the RunResults."""
     results = []
+    debian_mounted = False
     total = 2 * len(versions)
     for version in versions:
         labels = [("cython", False), ("pure", True)]
         try:
             interp = find_interpreter(version)
+            if interp.prefix and not debian_mounted:
+                mounts.enter_context(mounted(DEBIAN_ROOT, list(DEBIAN_SHARED)))
+                debian_mounted = True
             say("dev.py: Python %s is %s (%s)"
                 % (version, interp.executable, interp.full_version))
             python = ensure_installed(interp, ["test"])
@@ -401,8 +549,7 @@ def cmd_test(args):
                 "   CASSETTE_PURE_PYTHON=1" if pure else "", version))
             results.append(run_pytest(python, "%s %s" % (interp.full_version, core),
                                       pytest_args, pure))
-    print_summary(results)
-    return 0 if all(r.ok for r in results) else 1
+    return results
 
 
 def first_interpreter():
@@ -419,14 +566,14 @@ def cmd_demo(args):
     interp = first_interpreter()
     python = ensure_installed(interp, ["test"])
     banner("examples/demo.py on Python %s" % interp.full_version)
-    return run([python, "examples/demo.py"] + list(args), cwd=str(ROOT))
+    return run(python + ["examples/demo.py"] + list(args), cwd=str(ROOT))
 
 
 def cmd_bench(args):
     interp = find_interpreter(BENCH_VERSION)
     python = ensure_installed(interp, ["bench"])
     banner("benchmarks on Python %s" % interp.full_version)
-    status = run([python, "-m", "pytest", "bench/", "--benchmark-only"] + list(args),
+    status = run(python + ["-m", "pytest", "bench/", "--benchmark-only"] + list(args),
                  cwd=str(ROOT))
     if status == 5:
         say("dev.py: no benchmarks collected under bench/")
