@@ -1,12 +1,12 @@
-/* What the Cython core (cassette/_core.pyx and the headers beside this one)
-   reads or changes inside the
-   interpreter: frames, recursion counters, function versions, type version
-   tags and the private lookups the interpreter's own instructions use.
-   Each is written once per supported CPython release, in an explicit
-   branch.  Any other release stops the build here: supporting it is
-   visible work — a branch in this file (and a bytecode layer in
-   cassette/versions/) — never a silent fallthrough to another release's
-   internals.  Nothing here knows of contexts, hooks or runtimes. */
+/* What the Cython core (cassette/_core.pyx and the headers beside this
+   one) reads or changes inside the interpreter: frames, recursion
+   counters, function versions, vectorcall entries, type version tags and
+   the private lookups the interpreter's own instructions use.  Each is
+   written once per supported CPython release, in an explicit branch.  Any
+   other release stops the build here: supporting it is visible work — a
+   branch in this file (and a bytecode layer in cassette/versions/) — never
+   a silent fallthrough to another release's internals.  Nothing here knows
+   of contexts, hooks or runtimes. */
 
 #ifndef CASSETTE_COMPAT_H
 #define CASSETTE_COMPAT_H
@@ -181,6 +181,34 @@ static inline int cassette_route_protocol_function(PyFunctionObject *f, vectorca
     if (routed && f->func_version == 0) return 0;
     PyFunction_SetVectorcall(f, entry);
     return 1;
+#endif
+}
+
+
+/* -- vectorcall entries ---------------------------------------------------- */
+
+/* The entry the interpreter calls a Python function through (its
+   vectorcall slot), and replacing it: how routing takes over the calls C
+   code makes of a function. */
+static inline vectorcallfunc cassette_function_entry(PyObject *func) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+    return ((PyFunctionObject *)func)->vectorcall;
+#endif
+}
+
+static inline void cassette_set_function_entry(PyObject *func, vectorcallfunc entry) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+    ((PyFunctionObject *)func)->vectorcall = entry;
+#endif
+}
+
+/* Make instances of an already created class callable through the
+   vectorcall function each keeps at `offset`. */
+static inline void cassette_set_type_vectorcall(PyTypeObject *tp, Py_ssize_t offset) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+    tp->tp_vectorcall_offset = offset;
+    tp->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
+    PyType_Modified(tp);
 #endif
 }
 

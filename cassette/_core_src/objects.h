@@ -84,10 +84,7 @@ static PyObject *cassette_dropself_new(PyObject *target) {
    from C); one called through vectorcall costs none, as a Python
    function inlined by the interpreter costs none. */
 static void cassette_enable_vectorcall(PyObject *type, Py_ssize_t offset) {
-    PyTypeObject *tp = (PyTypeObject *)type;
-    tp->tp_vectorcall_offset = offset;
-    tp->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
-    PyType_Modified(tp);
+    cassette_set_type_vectorcall((PyTypeObject *)type, offset);
 }
 
 /* A primitive as rewritten code calls it: arguments routed, then the

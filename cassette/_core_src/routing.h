@@ -195,21 +195,22 @@ static PyObject *cassette_trampoline(PyObject *func, PyObject *const *args,
 static int cassette_route_function(PyObject *func, int protocol) {
     if (Py_TYPE(func) != &PyFunction_Type) return 0;
     PyFunctionObject *f = (PyFunctionObject *)func;
-    int routed = f->vectorcall == cassette_trampoline;
-    if (!routed && (f->vectorcall == NULL || f->vectorcall != cassette_function_vectorcall))
+    vectorcallfunc entry = cassette_function_entry(func);
+    int routed = entry == cassette_trampoline;
+    if (!routed && (entry == NULL || entry != cassette_function_vectorcall))
         return 0;
     if (protocol) {
         int done = cassette_route_protocol_function(f, cassette_trampoline, routed);
         if (done >= 0) return done;
     }
     if (routed) return 0;
-    f->vectorcall = cassette_trampoline;
+    cassette_set_function_entry(func, cassette_trampoline);
     return 1;
 }
 
 static inline int cassette_is_routed(PyObject *func) {
     return Py_TYPE(func) == &PyFunction_Type
-        && ((PyFunctionObject *)func)->vectorcall == cassette_trampoline;
+        && cassette_function_entry(func) == cassette_trampoline;
 }
 
 static PyObject *cassette_plain_call(PyObject *func, PyObject *const *args,
@@ -226,7 +227,7 @@ static void cassette_install_routing(PyObject *runtime_type, PyObject *acting_co
                                      PyObject *entries_dropped) {
     Py_INCREF(entries_dropped);
     cassette_entries_dropped = entries_dropped;
-    cassette_function_vectorcall = ((PyFunctionObject *)sample_function)->vectorcall;
+    cassette_function_vectorcall = cassette_function_entry(sample_function);
     cassette_runtime_type = (PyTypeObject *)runtime_type;
     cassette_acting_codes = acting_codes;
     cassette_redirect = (PyObject *(*)(PyObject *, PyObject *, PyObject *const *,
@@ -268,13 +269,13 @@ static int cassette_route_one(PyObject *arg) {
     PyTypeObject *tp = Py_TYPE(arg);
     PyTypeObject *cls = NULL;   /* the class to note as seen */
     if (tp == &PyFunction_Type) {
-        if (((PyFunctionObject *)arg)->vectorcall != cassette_function_vectorcall)
+        if (cassette_function_entry(arg) != cassette_function_vectorcall)
             return 0;
     } else if (tp == &PyMethod_Type) {
         PyObject *func = PyMethod_GET_FUNCTION(arg);
         PyObject *self = PyMethod_GET_SELF(arg);
         if ((Py_TYPE(func) != &PyFunction_Type
-                || ((PyFunctionObject *)func)->vectorcall != cassette_function_vectorcall)
+                || cassette_function_entry(func) != cassette_function_vectorcall)
                 && (!(Py_TYPE(self)->tp_flags & Py_TPFLAGS_HEAPTYPE)
                     || cassette_class_seen(Py_TYPE(self))))
             return 0;
