@@ -25,7 +25,8 @@
    handler): cassette's frames must not fail there, nor spend the program's
    budget.  Unlike raising the limit, taking the frames back never fails,
    even at a depth above the program's limit, and other threads keep their
-   budgets.  Never inlined: it runs on the slow paths (a cache miss) of
+   budgets.  The helper must not run program code (which would then get
+   the lent frames too).  Never inlined: it runs on the slow paths (a cache miss) of
    functions whose fast paths must stay small. */
 #define CASSETTE_LENT_FRAMES 50
 

@@ -27,14 +27,6 @@ cdef object _operation_has_body = engine.operation_has_body
 cdef Py_ssize_t _generation = -1
 
 
-cdef inline object _own(object helper, size_t nargs, object first, object second):
-    """``helper(first)`` or ``helper(first, second)`` (``nargs``): cassette's
-    own Python work done for the program (a lookup, a rewrite, routing a
-    class), with frames lent for it (see cassette_own_call).  The helper
-    must not run program code (which would then get the lent frames too)."""
-    return cassette_own_call(helper, first, second, nargs)
-
-
 cdef Py_ssize_t CACHE_MAX = engine.RESOLUTION_CACHE_MAX
 
 #: How many records of lists and tuples a runtime remembers (see
@@ -298,7 +290,7 @@ cdef class Runtime:
                 return self._resolve_closure(f)
             entry = FunctionEntry()
             entry.record(f)
-            entry.target = _own(engine.target, 2, self, f)
+            entry.target = cassette_own_call(engine.target, self, f, 2)
             self._keep(self._functions, f, entry)
             return entry.target
         if tp is MethodType:
@@ -322,9 +314,9 @@ cdef class Runtime:
                 if inner is callee:
                     return f
                 return PyMethod_New(inner, owner)
-        target = _own(engine.target, 2, self, f)
+        target = cassette_own_call(engine.target, self, f, 2)
         if target is f and not _is_frame_sensitive(f):
-            _own(_route_callee, 1, f, None)
+            cassette_own_call(_route_callee, f, None, 1)
             target = cassette_primitive_new(f)
         if _is_stable(f):
             self._keep(self._resolved, f, target)
@@ -343,7 +335,7 @@ cdef class Runtime:
             entry = <FunctionEntry>found
             if cassette_weakref_target(entry.ref) is <PyObject *>f and entry.matches(f):
                 return entry.target
-        target = _own(engine.target, 2, self, f)
+        target = cassette_own_call(engine.target, self, f, 2)
         if (self._retained and target is not f and type(target) is FunctionType
                 and target.__closure__ is f.__closure__):   # the rewritten body
             entry = FunctionEntry()
@@ -401,8 +393,8 @@ cdef class Runtime:
 
     cdef tuple _enter(self, manager, enter_name, exit_name, native_error):
         tp = type(manager)
-        enter = _own(_lookup, 2, tp, enter_name)
-        exit_ = _own(_lookup, 2, tp, exit_name)
+        enter = cassette_own_call(_lookup, tp, enter_name, 2)
+        exit_ = cassette_own_call(_lookup, tp, exit_name, 2)
         if enter is None or exit_ is None:
             native_error(manager)
         value = self._call_special(enter, manager, ())
@@ -413,7 +405,7 @@ cdef class Runtime:
         exception's traceback loses the library's entries — with frames lent
         for it: a handler runs at the depth where the program's recursion
         stopped, and it must not fail there for cassette's work."""
-        _own(_remove_library_entries, 1, exception, None)
+        cassette_own_call(_remove_library_entries, exception, None, 1)
 
     def nooverdub(self, callee):
         """What a pass's ``cassette.ir.nooverdub(callee)`` constant becomes:
@@ -461,7 +453,7 @@ cdef class Runtime:
             entry = <FunctionEntry>found
             if entry.matches(function):
                 return entry.target
-        body = _own(engine.rewritten_function, 2, function, self)
+        body = cassette_own_call(engine.rewritten_function, function, self, 2)
         if function.__closure__ is None:
             entry = FunctionEntry()
             entry.record(function)
@@ -542,7 +534,7 @@ cdef class Runtime:
 
     def instantiation(self, cls):
         """The body of calling class ``cls`` (as :func:`engine.instantiate`)."""
-        _own(_route_class, 1, cls, None)
+        cassette_own_call(_route_class, cls, None, 1)
         return Instantiation(self, cls)
 
     def hooked(self, callee, plan, body):
