@@ -371,7 +371,7 @@ def _pass_part(pass_):
                 and _plain(tuple(sorted((transform.__kwdefaults__ or {}).items())))):
             part = _marshal_dumps(
                 ("source", module, qualname, _file_digest(code.co_filename),
-                 _marshal_dumps(code, 2),
+                 _code_part(code),
                  _marshal_dumps((transform.__defaults__,
                                  tuple(sorted((transform.__kwdefaults__ or {}).items()))), 2)),
                 2)
@@ -399,8 +399,30 @@ def entry_key(code, kinds, passes=()):
             return None
         _update(h, ctx_part)
         _update(h, pass_part)
-    _update(h, _marshal_dumps(code, 2))
+    _update(h, _code_part(code))
     return h.digest()
+
+
+def _code_part(code):
+    """``code`` as bytes that depend only on its contents: marshal format 2
+    (no references, whose placement depends on reference counts), with
+    the constants format 2 cannot hold (3.14's constant slices) spelled as
+    tuples."""
+    try:
+        return _marshal_dumps(code, 2)
+    except ValueError:
+        return _marshal_dumps(_spelled(code), 2)
+
+
+def _spelled(const):
+    kind = type(const)
+    if kind is _CodeType:
+        return const.replace(co_consts=tuple(_spelled(c) for c in const.co_consts))
+    if kind is slice:
+        return ("slice", _spelled(const.start), _spelled(const.stop), _spelled(const.step))
+    if kind is tuple or kind is frozenset:
+        return kind(_spelled(c) for c in const)
+    return const
 
 
 # The key computed by the last load, for the store that follows it.

@@ -32,10 +32,11 @@ its operands in source order.
 """
 
 import collections
+import enum
 import sys
 import threading
 
-from bytecode import Bytecode, CellVar, CompilerFlags, Instr, Label, TryBegin
+from bytecode import CellVar, CompilerFlags, Instr, Label, TryBegin
 
 from . import diskcache
 from .markers import EXHAUSTED, RUNTIME, Slot
@@ -129,7 +130,9 @@ def _effect(instr, jump):
     if kind is tuple:
         arg = arg[0] if arg and type(arg[0]) is bool else None
     elif kind is not int:
-        arg = None
+        # An enum argument (LOAD_SPECIAL's method) counts; bytecode's UNSET,
+        # an int too, does not.
+        arg = arg if isinstance(arg, enum.Enum) else None
     key = (instr.name, arg, jump)
     effect = _effects.get(key)
     if effect is None:
@@ -241,9 +244,12 @@ def _handler_entry(state, try_begin, unknown):
 
 # -- emission ----------------------------------------------------------------
 
-def following(elements, index, count=3):
+def following(elements, index, count=None):
     """The real instructions directly after ``index`` (stopping at the first
-    label or pseudo-instruction)."""
+    label or pseudo-instruction), at most ``count`` (by default, as many as
+    the layer's site classification reads)."""
+    if count is None:
+        count = LAYER.site_lookahead
     out = []
     for element in elements[index + 1: index + 1 + count]:
         if not isinstance(element, Instr):
@@ -277,11 +283,9 @@ def _emit_site(site, instr, tags, out, tagging=False):
         return _emit_tagging_site(site, instr, out)
     if kind == "call_ex" and tagging:
         # Star-arguments carry their elements' metadata into the call.
-        if site.detail:
+        if LAYER.call_ex_has_keywords(site, tags):
             out += call(Slot("keywords"), 1, loc)
-            out += LAYER.resolve_at_depth(Slot("unpacked"), 2, loc)
-        else:
-            out += call(Slot("unpacked"), 1, loc)
+        out += LAYER.resolve_at_depth(Slot("unpacked"), LAYER.call_ex_arguments_depth(site), loc)
     if kind in ("call", "call_kw", "call_ex"):
         depth = LAYER.resolution_depth(site, tags)
         if depth is not None:
@@ -319,8 +323,7 @@ def _emit_site(site, instr, tags, out, tagging=False):
         out.append(Instr("POP_TOP", location=loc))
         return True
     if kind == "with" or kind == "async_with":
-        out += call(Slot(kind), 1, loc)
-        out.append(Instr("UNPACK_SEQUENCE", 2, location=loc))
+        out += LAYER.enter_with(Slot(kind), loc)
         return True
     if kind in ("getattr", "setattr", "delattr"):
         out.append(Instr("LOAD_CONST", site.detail, location=loc))
@@ -590,7 +593,7 @@ def _rewritten_code(code, kinds, passes, function):
     try:
         # The exception table's stack depths seed the stack simulation of
         # handlers (3.12's inlined comprehensions keep values below them).
-        bytecode = Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+        bytecode = LAYER.bytecode_of(code)
     except (RecursionError, MemoryError):
         raise           # transient: the code may well be rewritable later
     except Exception as error:

@@ -173,6 +173,7 @@ _KIND_NAMES = {
 # Requirement tokens of the version layer's signatures: the kinds allowed.
 _REQUIRES = {
     "any": _ALL, "obj": _VALUES, "null": NULL, "null|obj": NULL | _VALUES,
+    "null|dict": NULL | DICT,
     "list": LIST | LIST_EXC, "list_exc": LIST_EXC, "set": SET, "dict": DICT,
     "tuple": _TUPLES, "iter": ITER, "exc": EXC, "exc|none": EXC | NONE,
     "lasti": LASTI, "code": CODE, "func": FUNC | FUNC_PENDING, "str": STR,
@@ -195,11 +196,6 @@ _FRAME_FLAGS = 0x0001 | 0x0002 | 0x0004 | 0x0008 | _GENERATOR_FLAGS
 #: far deeper than any real code's).
 MAX_COUNT = 1 << 16
 
-_LOCAL_OPS = frozenset({
-    "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "STORE_FAST", "DELETE_FAST",
-    "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
-})
-_DEREF_OPS = frozenset(dis.opname[op] for op in dis.hasfree)
 _CONST_OPS = frozenset(dis.opname[op] for op in dis.hasconst)
 _LABEL = "label"
 _TYPE_PARAMS = ".type_params"
@@ -302,7 +298,7 @@ def _facts(layer, name, arg):
         facts.error = layer.verify_arg_error(name, arg)
     if facts.error is None:
         facts.sig = _parsed(layer.verify_signature(name, arg, False))
-        is_jump = dis.opmap[name] in _JUMP_OPCODES
+        is_jump = dis.opmap[name] in _JUMP_OPCODES and name not in layer.verify_never_jumps
         facts.jump_sig = _parsed(layer.verify_signature(name, arg, True)) if is_jump else None
         sig = facts.sig
         if sig is None:
@@ -314,9 +310,9 @@ def _facts(layer, name, arg):
     else:
         facts.final = name in layer.verify_final
         facts.consumed = 0 if name in layer.verify_nonraising else sig.npops
-        if name in _LOCAL_OPS:
+        if name in layer.verify_local_ops:
             facts.role = _LOCALS
-        elif name in _DEREF_OPS:
+        elif name in layer.verify_deref_ops:
             facts.role = _DEREF
         elif name in _CONST_OPS:
             facts.role = _CONST
@@ -1019,6 +1015,10 @@ class _Checker:
             if name != "CALL" or instr.arg != 0 or popped[1][0] & ~ITER:
                 self.fail(index, "a generator expression's function may only be called as "
                           "[function, iterator] CALL 0, on an iterator from GET_ITER")
+            # It returns a generator, which 3.14's inlined any()/all()/
+            # tuple() iterate at once.
+            stack.append((ITER, None, None))
+            return stack, bound
 
         slots = self.slots.get(index)
         if slots is not None:
@@ -1080,7 +1080,7 @@ class _Checker:
         they use (their popped values are checked and gone).  Returns the
         stack (None for *_DEREF: push as the signature says) and the slot
         bits."""
-        if name in _DEREF_OPS:
+        if name in self.layer.verify_deref_ops:
             slot, cell, free = slots[0]
             if name == "MAKE_CELL":
                 # Wraps whatever the slot holds in a new cell.

@@ -192,5 +192,8 @@ def test_loop_counts_for_simple_loops():
 
     assert loopcount.count_loops(for_loop, 5)[1] == {"test_loop_counts_for_simple_loops."
                                                      "<locals>.for_loop": 5}
+    # Up to 3.13 a while loop is entered without taking its back edge (the
+    # test is repeated at the bottom); 3.14 takes it after every iteration.
+    while_edges = 5 if sys.version_info >= (3, 14) else 4
     assert loopcount.count_loops(while_loop, 5)[1] == {"test_loop_counts_for_simple_loops."
-                                                       "<locals>.while_loop": 4}
+                                                       "<locals>.while_loop": while_edges}

@@ -3,12 +3,14 @@ mean, how their results are cached, and Cassette's IR helpers."""
 
 import collections
 import io
+import sys
 
 import pytest
 from bytecode import Bytecode, Instr, Label
 
 import cassette
 from cassette import ir, rewrite
+from cassette.versions import LAYER
 
 PROLOGUE = ("RESUME", "MAKE_CELL", "COPY_FREE_VARS", "RETURN_GENERATOR", "POP_TOP", "NOP")
 
@@ -69,7 +71,7 @@ def test_a_transform_gets_the_context_class_the_function_and_its_original_code()
         return code
 
     assert cassette.overdub(Log(metadata=[], pass_=look), twice_add_one, 4) == 10
-    plain_names = [e.name for e in Bytecode.from_code(twice_add_one.__code__)
+    plain_names = [e.name for e in LAYER.bytecode_of(twice_add_one.__code__)
                    if isinstance(e, Instr)]
     assert seen[0] == (Log, twice_add_one, plain_names)
     assert [func for _, func, _ in seen] == [twice_add_one, add_one]
@@ -472,7 +474,11 @@ def test_on_jump_taken_counts_only_taken_jumps():
         return i
 
     assert cassette.overdub(Log(metadata=[], pass_=count_edges), loops, 4) == 4
-    assert sum(counted.values()) == 3 + 4
+    # Up to 3.13 the compiler tests a while loop again at the bottom, so its
+    # back edge is not taken on the last iteration's way in; 3.14 jumps back
+    # to the test at the top after every iteration.
+    while_edges = 4 if sys.version_info >= (3, 14) else 3
+    assert sum(counted.values()) == while_edges + 4
 
 
 def test_rewritten_code_shows_what_runs():

@@ -19,6 +19,7 @@ from bytecode import Bytecode, CompilerFlags, Instr, Label, TryBegin, TryEnd
 
 import cassette
 from cassette import verify
+from cassette.versions import LAYER
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -60,7 +61,7 @@ def squares(n):
 
 def editable(function):
     """The Bytecode a pass receives for ``function``."""
-    return Bytecode.from_code(function.__code__, conserve_exception_block_stackdepth=True)
+    return LAYER.bytecode_of(function.__code__)
 
 
 def body_start(bytecode):
@@ -150,7 +151,8 @@ DEFECTS = [
     ("LIST_APPEND to a non-list", simple,
      inserting(Instr("LOAD_CONST", 1), Instr("LOAD_CONST", 2), Instr("LIST_APPEND", 1),
                Instr("POP_TOP")), "where it needs a list"),
-    ("NULL used as a value", simple, inserting(Instr("PUSH_NULL"), Instr("POP_TOP")),
+    ("NULL used as a value", simple,
+     inserting(Instr("PUSH_NULL"), Instr("UNARY_NEGATIVE"), Instr("POP_TOP")),
      "takes a NULL where it needs a value"),
     ("COPY of a NULL", simple,
      inserting(Instr("PUSH_NULL"), Instr("COPY", 1), Instr("POP_TOP"), Instr("POP_TOP")),
@@ -275,7 +277,7 @@ def test_compiled_stdlib_code_is_accepted_within_its_stack_size(module_name):
 
 
 def editable_code(code):
-    return Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
+    return LAYER.bytecode_of(code)
 
 
 SNIPPETS = {

@@ -20,8 +20,12 @@
 #define CASSETTE_PY 312
 #elif PY_VERSION_HEX >= 0x030D0000 && PY_VERSION_HEX < 0x030E0000
 #define CASSETTE_PY 313
+#elif PY_VERSION_HEX >= 0x030E0000 && PY_VERSION_HEX < 0x030F0000
+#define CASSETTE_PY 314
+#elif PY_VERSION_HEX >= 0x030F0000 && PY_VERSION_HEX < 0x03100000
+#define CASSETTE_PY 315
 #else
-#error "cassette/_core_src/compat.h has no branch for this CPython release (supported: 3.11, 3.12, 3.13)"
+#error "cassette/_core_src/compat.h has no branch for this CPython release (supported: 3.11 to 3.15)"
 #endif
 
 
@@ -29,7 +33,7 @@
 
 /* A name on a type's MRO without calling anything (borrowed, or NULL). */
 static inline PyObject *cassette_type_lookup(PyTypeObject *type, PyObject *name) {
-#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     return _PyType_Lookup(type, name);
 #endif
 }
@@ -43,7 +47,7 @@ static inline int cassette_get_method(PyObject *obj, PyObject *name, PyObject **
     int unbound = _PyObject_GetMethod(obj, name, out);
     if (*out == NULL) return -1;
     return unbound;
-#elif CASSETTE_PY == 313
+#elif CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     *out = PyObject_GetAttr(obj, name);
     return *out == NULL ? -1 : 0;
 #endif
@@ -55,9 +59,10 @@ static inline int cassette_get_method(PyObject *obj, PyObject *name, PyObject **
    dead, or NULL with an exception set.  (3.13 deprecates
    PyWeakref_GetObject for PyWeakref_GetRef.) */
 static inline PyObject *cassette_weakref_target(PyObject *ref) {
+    /* (3.15 removes PyWeakref_GetObject.) */
 #if CASSETTE_PY == 311 || CASSETTE_PY == 312
     return PyWeakref_GetObject(ref);
-#elif CASSETTE_PY == 313
+#elif CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     PyObject *target;
     int alive = PyWeakref_GetRef(ref, &target);
     if (alive < 0) return NULL;
@@ -76,7 +81,7 @@ static inline void *cassette_current_frame(void) {
     PyThreadState *ts = PyThreadState_Get();
 #if CASSETTE_PY == 311 || CASSETTE_PY == 312
     return (void *)ts->cframe->current_frame;
-#elif CASSETTE_PY == 313
+#elif CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     return (void *)ts->current_frame;
 #endif
 }
@@ -91,7 +96,7 @@ typedef struct {
 } cassette_frame_object_head;
 
 static inline void *cassette_frame_of(PyObject *frame_object) {
-#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     return ((cassette_frame_object_head *)frame_object)->f_frame;
 #endif
 }
@@ -106,21 +111,21 @@ static inline void *cassette_frame_of(PyObject *frame_object) {
 static inline void cassette_credit_python_frames(int count) {
 #if CASSETTE_PY == 311
     PyThreadState_Get()->recursion_remaining += count;
-#elif CASSETTE_PY == 312 || CASSETTE_PY == 313
+#elif CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     PyThreadState_Get()->py_recursion_remaining += count;
 #endif
 }
 
 /* count more calls of C functions (fewer, when negative) on the counter
    that counts them: 3.11's only counter, 3.12's C limit.  3.13 counts
-   entries into the interpreter from C instead, not calls of C functions:
-   nothing to credit. */
+   entries into the interpreter from C instead, not calls of C functions,
+   and 3.14 and 3.15 measure the C stack itself: nothing to credit. */
 static inline void cassette_credit_c_calls(int count) {
 #if CASSETTE_PY == 311
     PyThreadState_Get()->recursion_remaining += count;
 #elif CASSETTE_PY == 312
     PyThreadState_Get()->c_recursion_remaining += count;
-#elif CASSETTE_PY == 313
+#elif CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     (void)count;
 #endif
 }
@@ -131,7 +136,7 @@ static inline void cassette_credit_c_calls(int count) {
    made through the C API counts it. */
 #if CASSETTE_PY == 311 || CASSETTE_PY == 312
 #define CASSETTE_SPECIALIZED_C_CALLS_UNCOUNTED 1
-#elif CASSETTE_PY == 313
+#elif CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
 #define CASSETTE_SPECIALIZED_C_CALLS_UNCOUNTED 0
 #endif
 
@@ -140,10 +145,11 @@ static inline void cassette_credit_c_calls(int count) {
    (credited back by the core); 0 on 3.11, which has no C limit.  3.13
    counts 2 units against a C limit large enough for both, and that limit
    is what keeps the C stack from overflowing: the core credits nothing
-   there, so this says 0. */
+   there, so this says 0; 3.14 and 3.15 have no C counter, they compare
+   the C stack pointer with the thread's stack bounds. */
 #if CASSETTE_PY == 312
 #define CASSETTE_C_ENTRY_CREDIT 1
-#elif CASSETTE_PY == 311 || CASSETTE_PY == 313
+#elif CASSETTE_PY == 311 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
 #define CASSETTE_C_ENTRY_CREDIT 0
 #endif
 
@@ -158,7 +164,7 @@ static inline void cassette_credit_c_calls(int count) {
    before, -1 when only the vectorcall slot needs setting (the caller
    does that).
 
-   3.12 and 3.13 retire the function's version when the vectorcall slot is
+   3.12 to 3.15 retire the function's version when the vectorcall slot is
    set through the API, which turns those specializations off.  3.11
    reassigns a retired version, but inlines a __getitem__ only when its
    version fits in 16 bits: the function gets a version of its own above
@@ -181,6 +187,12 @@ static inline int cassette_route_protocol_function(PyFunctionObject *f, vectorca
     if (routed && f->func_version == 0) return 0;
     PyFunction_SetVectorcall(f, entry);
     return 1;
+#elif CASSETTE_PY == 314 || CASSETTE_PY == 315
+    /* A function gets its version once, when made; a retired version is
+       FUNC_VERSION_CLEARED (1) and never valid again. */
+    if (routed && f->func_version < 2) return 0;
+    PyFunction_SetVectorcall(f, entry);
+    return 1;
 #endif
 }
 
@@ -191,13 +203,13 @@ static inline int cassette_route_protocol_function(PyFunctionObject *f, vectorca
    vectorcall slot), and replacing it: how routing takes over the calls C
    code makes of a function. */
 static inline vectorcallfunc cassette_function_entry(PyObject *func) {
-#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     return ((PyFunctionObject *)func)->vectorcall;
 #endif
 }
 
 static inline void cassette_set_function_entry(PyObject *func, vectorcallfunc entry) {
-#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     ((PyFunctionObject *)func)->vectorcall = entry;
 #endif
 }
@@ -205,7 +217,7 @@ static inline void cassette_set_function_entry(PyObject *func, vectorcallfunc en
 /* Make instances of an already created class callable through the
    vectorcall function each keeps at `offset`. */
 static inline void cassette_set_type_vectorcall(PyTypeObject *tp, Py_ssize_t offset) {
-#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     tp->tp_vectorcall_offset = offset;
     tp->tp_flags |= Py_TPFLAGS_HAVE_VECTORCALL;
     PyType_Modified(tp);
@@ -221,7 +233,7 @@ static inline void cassette_set_type_vectorcall(PyTypeObject *tp, Py_ssize_t off
 static inline unsigned int cassette_class_version(PyTypeObject *tp) {
 #if CASSETTE_PY == 311
     return (tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
-#elif CASSETTE_PY == 312 || CASSETTE_PY == 313
+#elif CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
     if (tp->tp_version_tag == 0) PyUnstable_Type_AssignVersionTag(tp);
     return tp->tp_version_tag;
 #endif

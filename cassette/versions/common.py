@@ -18,9 +18,10 @@ operation rewrites are built from it, so a pass author or the rewriter never
 spells a call sequence for a particular version.
 """
 
+import dis
 import enum
 
-from bytecode import Instr, Label
+from bytecode import Bytecode, Instr, Label
 
 from ..operations import BINARY_NAMES, COMPARE_NAMES, INPLACE_NAMES
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
@@ -113,8 +114,18 @@ class Layer:
     null_below_callable = True
 
     #: Instructions whose classification reads the instructions after them
-    #: (:meth:`site`'s ``following``); every other one is given ``()``.
+    #: (:meth:`site`'s ``following``, at most ``site_lookahead`` of them);
+    #: every other one is given ``()``.
     sites_read_following = frozenset()
+    site_lookahead = 3
+
+    def bytecode_of(self, code):
+        """``code`` as an abstract :class:`bytecode.Bytecode` whose exception
+        blocks keep their stack depths: the form passes and the rewriter
+        read (a layer may spell some instructions the way earlier releases
+        did, with the same effect, so passes written for those still
+        match)."""
+        return Bytecode.from_code(code, conserve_exception_block_stackdepth=True)
 
     def is_inlined_scope(self, code):
         """True for the code of a function the compiler of this version calls
@@ -212,6 +223,23 @@ class Layer:
         """True when nothing may be inserted between ``instr`` and the
         instruction after it (``KW_NAMES`` belongs to its call)."""
         return instr.name == "KW_NAMES"
+
+    def enter_with(self, slot, location):
+        """Instructions that replace a ``with``/``async with`` entry site:
+        call ``slot`` with the context manager on top of the stack; it
+        returns ``(value, exit)``, and the stack must end as the original
+        instructions leave it, with ``exit`` where the block's end calls it."""
+        return self.call_constant(slot, 1, location) + [
+            Instr("UNPACK_SEQUENCE", 2, location=location)]
+
+    def call_ex_has_keywords(self, site, tags):
+        """True when the ``call_ex`` site's top stack value is a keywords
+        dict (``f(*a, **k)``); ``tags`` is the simulated stack before it."""
+        return bool(site.detail)
+
+    def call_ex_arguments_depth(self, site):
+        """The depth (1 = top) of a ``call_ex`` site's positional tuple."""
+        return 2 if site.detail else 1
 
     def resolve_at_depth(self, const, depth, location):
         """Replace the stack value ``depth`` below the top (1 = top) by
@@ -412,6 +440,20 @@ class Layer:
                                       "SEND"})
     verify_backward_jumps = frozenset({"JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
 
+    #: Instructions ``dis`` lists as jumps whose label only tells monitoring
+    #: where a branch came from: they never jump there.
+    verify_never_jumps = frozenset()
+
+    #: The instructions that read or write a local's slot (``*_FAST``).
+    verify_local_ops = frozenset({
+        "LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR", "STORE_FAST", "DELETE_FAST",
+        "LOAD_FAST_LOAD_FAST", "STORE_FAST_LOAD_FAST", "STORE_FAST_STORE_FAST",
+    })
+
+    #: The instructions that use a cell or free variable's slot (``*_DEREF``;
+    #: 3.14's ``dis`` lists LOAD_DEREF among the local ones).
+    verify_deref_ops = frozenset(dis.opname[op] for op in dis.hasfree) | {"LOAD_DEREF"}
+
     #: True when LOAD_FAST raises UnboundLocalError for an unbound local
     #: (3.11); from 3.12 the compiler proves the local bound and LOAD_FAST
     #: reads it unchecked (LOAD_FAST_CHECK is the checked form).
@@ -553,7 +595,11 @@ class Layer:
         n = arg if type(arg) is int else 0
         if name in ("LIST_APPEND", "LIST_EXTEND"):
             return " ".join(["list"] + ["any"] * (n - 1)) + " : obj -> "
-        if name in ("SET_ADD", "SET_UPDATE"):
+        if name == "SET_ADD":
+            # PySet_Add checks its set (3.14 adds to a module's
+            # __conditional_annotations__, which LOAD_NAME reads).
+            return " ".join(["obj"] + ["any"] * (n - 1)) + " : obj -> "
+        if name == "SET_UPDATE":
             return " ".join(["set"] + ["any"] * (n - 1)) + " : obj -> "
         if name == "DICT_UPDATE":
             return " ".join(["dict"] + ["any"] * (n - 1)) + " : obj -> "

@@ -1,0 +1,61 @@
+"""The per-release layer: which interpreters cassette runs on, and the
+spellings of bytecode each release needs (cassette/versions/)."""
+
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import cassette
+from cassette import versions
+
+
+def test_an_unsupported_release_is_an_import_error_naming_the_supported_ones():
+    with pytest.raises(ImportError) as info:
+        versions.layer_module("cpython", (3, 16))
+    message = str(info.value)
+    assert "cpython 3.16" in message
+    for major, minor in versions.SUPPORTED:
+        assert f"{major}.{minor}" in message
+    with pytest.raises(ImportError, match="pypy 3.12"):
+        versions.layer_module("pypy", (3, 12))
+
+
+def test_every_supported_release_has_a_layer_module_and_class():
+    for major, minor in versions.SUPPORTED:
+        name = versions.layer_module("cpython", (major, minor))
+        module = importlib.import_module(name)
+        layer_class = getattr(module, f"Layer{major}{minor}")
+        assert layer_class.version == (major, minor)
+    assert versions.LAYER.version == sys.version_info[:2]
+
+
+def test_import_cassette_on_an_unsupported_release_fails_cleanly(tmp_path):
+    # The release is faked at the one place that decides, in a fresh
+    # interpreter: importing cassette raises the ImportError and leaves
+    # nothing half-imported behind.
+    script = textwrap.dedent("""
+        import sys
+        real = sys.version_info
+        class Faked(tuple):
+            major, minor, micro = 3, 16, 0
+        sys.version_info = Faked((3, 16, 0, "final", 0))
+        try:
+            import cassette
+        except ImportError as error:
+            print("ImportError:", error)
+        else:
+            print("imported")
+        sys.version_info = real
+        print(sorted(n for n in sys.modules if n.startswith("cassette.versions.py")))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          cwd=os.path.dirname(os.path.dirname(cassette.__file__)))
+    assert done.returncode == 0, done.stderr
+    first, second = done.stdout.splitlines()
+    assert first.startswith("ImportError: cassette supports CPython 3.11")
+    assert "this is cpython 3.16" in first
+    assert second == "[]"
