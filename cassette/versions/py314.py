@@ -30,9 +30,6 @@ class Interpolation(Instr):
         elif type(arg) is not int or not 0 <= arg < 16:
             raise TypeError(f"BUILD_INTERPOLATION takes an int in 0..15, not {arg!r}")
 
-    def copy(self):
-        return Interpolation(self.name, self.arg, location=self.location)
-
 
 class Layer314(Layer313):
     version = (3, 14)
@@ -71,7 +68,7 @@ class Layer314(Layer313):
         return bytecode
 
     def _call_inlined_builtins(self, bytecode):
-        # ``any(x for x in xs)`` (also all, tuple, list, set) compiles to a
+        # ``any(x for x in xs)`` (also all() and tuple()) compiles to a
         # test of the global against the builtin, an inlined loop when it is
         # the builtin and a call otherwise.  Comparing with a constant of its
         # own that nothing is makes the code always call, as every other
