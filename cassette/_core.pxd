@@ -76,6 +76,7 @@ cdef extern from "_core_src/objects.h":
     void cassette_install_slot_entries(void *operation, void *propagation)
     object cassette_operation_slot(object site)
     object cassette_propagation_slot(object site)
+    object cassette_attribute_value_slot()
     void cassette_install_tagged_call(void *call, object type)
 
 

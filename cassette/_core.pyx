@@ -68,4 +68,11 @@ cassette_install_routing(Runtime, _ACTING_CODES, <void *>_redirect, callables.lo
 
 cassette_install_argument_routing(routing.route_argument, functools.partial,
                                   MethodWrapperType)
-routing.install(route, class_seen, note_class_seen)
+
+
+def install_routing():
+    """Make :mod:`cassette.routing` route through this core: called by
+    :mod:`cassette.entry` when the core is the runtime (the pure-Python
+    runtime imports the core for its entry only, and has no trampoline
+    that would recognise its code)."""
+    routing.install(route, class_seen, note_class_seen)

@@ -12,7 +12,7 @@ import sys
 import types
 import weakref
 
-from . import callables, dispatch, engine
+from . import callables, dispatch, engine, routing
 from ._singletons import OverdubInstead
 from .operations import ARRANGED_SITES, OPERATIONS, STRUCTURAL_SLOTS
 from .markers import EXHAUSTED
@@ -265,6 +265,11 @@ class Runtime:
         """At the entry of an exception handler of the program: the caught
         exception's traceback loses the library's entries."""
         _remove_library_entries(exception)
+
+    def route_annotate(self, owner):
+        """Before rewritten code reads ``owner.__annotations__``: route the
+        ``__annotate__`` function that reading calls from C (PEP 649)."""
+        routing.route_annotate(owner)
 
     def nooverdub(self, callee):
         """What a pass's ``cassette.ir.nooverdub(callee)`` constant becomes:

@@ -259,7 +259,9 @@ def does_nothing(handler, fixed):
     if len(body) == 1:
         return body[0].opname == "RETURN_CONST" and body[0].argval is None
     if len(body) == 2:
-        return (body[0].opname == "LOAD_CONST" and body[0].argval is None
+        # (3.15 loads None with LOAD_COMMON_CONSTANT.)
+        return (body[0].opname in ("LOAD_CONST", "LOAD_COMMON_CONSTANT")
+                and body[0].argval is None
                 and body[1].opname == "RETURN_VALUE")
     return False
 

@@ -28,8 +28,9 @@ if os.environ.get("CASSETTE_PURE_PYTHON", "") not in ("", "0"):
     IMPLEMENTATION = "python"
 else:
     try:
-        from ._core import Runtime
+        from ._core import Runtime, install_routing
         IMPLEMENTATION = "cython"
+        install_routing()
     except ImportError:  # not built: a source checkout without a compiler
         from ._pyruntime import Runtime
         IMPLEMENTATION = "python"

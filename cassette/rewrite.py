@@ -43,7 +43,7 @@ from .markers import EXHAUSTED, RUNTIME, Slot
 from .operations import OPERATIONS, Intercept
 from .passes import pass_failures, run_passes
 from .versions import LAYER
-from .versions.common import StackTag
+from .versions.common import Site, StackTag
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
@@ -88,6 +88,16 @@ TAGGING_KINDS = frozenset({
     "built", "list_append", "set_add", "map_add", "extended", "unpacked",
     "list_to_tuple", "is", "is_not", "load_global", "store_global",
 })
+
+
+#: The site kind of the attribute loads that stay loads (no context
+#: intercepts them, or one is the callable of a call: see
+#: :func:`_untouched_sites`), where the version layer's property loads skip
+#: routing (3.14+) and the core routes: each takes
+#: :meth:`~cassette.versions.common.Layer.attribute_load_past_properties`,
+#: so a routed property getter runs overdubbed.  (Not a row of reference
+#: §3.1: no hook sees these loads.)
+ATTRIBUTE_LOAD = "attribute_load"
 
 
 def row_of(kind):
@@ -305,7 +315,7 @@ def _emit_site(site, instr, tags, out, tagging=False):
         return True
     if kind == "for":
         proceed = Label()
-        out.append(Instr("COPY", 1, location=loc))
+        out.append(Instr("COPY", LAYER.iterator_depth, location=loc))
         out += call(Slot("for"), 1, loc)
         out.append(Instr("COPY", 1, location=loc))
         out.append(Instr("LOAD_CONST", EXHAUSTED, location=loc))
@@ -322,12 +332,22 @@ def _emit_site(site, instr, tags, out, tagging=False):
         out += call(Slot("caught"), 1, loc)
         out.append(Instr("POP_TOP", location=loc))
         return True
+    if (kind == "getattr" or kind == ATTRIBUTE_LOAD) and site.detail in LAYER.annotation_attributes:
+        # Reading it calls the owner's __annotate__ from C: route that first.
+        out.append(Instr("COPY", 1, location=loc))
+        out += call(Slot("annotations"), 1, loc)
+        out.append(Instr("POP_TOP", location=loc))
+    if kind == ATTRIBUTE_LOAD:
+        out += LAYER.attribute_load_past_properties(site.detail, Slot(kind), loc)
+        return True
     if kind == "with" or kind == "async_with":
         out += LAYER.enter_with(Slot(kind), loc)
         return True
     if kind in ("getattr", "setattr", "delattr"):
         out.append(Instr("LOAD_CONST", site.detail, location=loc))
     out += call(Slot(kind), operand_count(kind), loc)
+    if kind == "iter":
+        out += LAYER.iterator_made(loc)
     if site.detail == "cast":
         out += LAYER.to_bool(loc)
     if kind in _STATEMENTS:
@@ -426,6 +446,36 @@ def _untouched_sites(elements, tags, sites, kinds):
     return found
 
 
+def _generator_expression_calls(elements, sites, tags):
+    """Where the layer passes a generator expression's function its iterable
+    (3.15: the function's first instruction makes the iterator), the ids of
+    those calls: the caller makes the iterator first, through the ``iter``
+    slot, so hooks see ``iter(xs)`` and then the call of the function with
+    the iterator, as on the releases where the caller calls ``iter``."""
+    producers = None
+    position = None
+    found = set()
+    for index, site in enumerate(sites):
+        if site is None or site.kind != "call" or site.detail != 0:
+            continue
+        if producers is None:
+            producers = stack_producers(elements)
+            position = {id(e): i for i, e in enumerate(elements)}
+        state = producers[index]
+        if state is None or len(state) < 2 or state[-2] is None:
+            continue
+        at = position.get(id(state[-2]))
+        while at is not None and at > 0 and elements[at].name == "SET_FUNCTION_ATTRIBUTE":
+            at -= 1
+        if at is None or at < 1 or elements[at].name != "MAKE_FUNCTION":
+            continue
+        load = elements[at - 1]
+        if (isinstance(load, Instr) and load.name == "LOAD_CONST"
+                and LAYER.is_generator_expression(load.arg)):
+            found.add(id(elements[index]))
+    return found
+
+
 def rewrite_bytecode(bytecode, kinds):
     """Rewrite an abstract :class:`bytecode.Bytecode` in place so that sites
     of the given kinds call runtime slots.  Returns the deepest the value
@@ -439,18 +489,32 @@ def rewrite_bytecode(bytecode, kinds):
              if tags[index] is not None and isinstance(element, Instr) else None
              for index, element in enumerate(elements)]
     untouched = _untouched_sites(elements, tags, sites, kinds)
+    if ATTRIBUTE_LOAD in kinds:
+        # The attribute loads that stay loads: not intercepted, or left
+        # alone as the callable of a call.
+        intercepted = "getattr" in kinds
+        sites = [Site(ATTRIBUTE_LOAD, detail=site.detail)
+                 if site is not None and site.kind == "getattr" and (
+                     not intercepted or id(elements[index]) in untouched) else site
+                 for index, site in enumerate(sites)]
     tagging = "unpacked" in kinds
+    iterating_calls = (_generator_expression_calls(elements, sites, tags)
+                       if "iter" in kinds and LAYER.generator_expressions_take_iterable
+                       else ())
     out = []
     deepest = 0
     index = 0
     while index < len(elements):
         element = elements[index]
         site = sites[index]
-        if site is None or site.kind not in kinds or id(element) in untouched:
+        if (site is None or site.kind not in kinds
+                or id(element) in untouched and site.kind != ATTRIBUTE_LOAD):
             out.append(element)
             index += 1
             continue
         start = len(out)
+        if id(element) in iterating_calls:
+            out += LAYER.call_constant(Slot("iter"), 1, element.location)
         replaced = _emit_site(site, element, tags[index], out, tagging)
         if not replaced:
             out.extend(elements[index: index + site.span])

@@ -42,7 +42,8 @@ accessor) loses the interpreter's inlining of it altogether.  Hence the
 restraint above: a class's plain methods are routed only when C code is
 known to call them by name.
 
-The core calls :func:`install` with its routing primitives; under the
+When the core is the runtime, :mod:`cassette.entry` has it call
+:func:`install` with its routing primitives; under the
 pure-Python runtime nothing is installed and routing is a no-op (what the
 interpreter calls from C then escapes, and :mod:`cassette.escapes` counts
 it).
@@ -73,7 +74,7 @@ _class_seen = _note_class_seen = None
 #: particular ones (the import system's, the warnings machinery's, pickling's,
 #: typing's and asyncio's, which C code calls by name; the standard codec
 #: search function, registered at start-up).
-_MODULE_HOOKS = ("__getattr__", "__dir__")
+_MODULE_HOOKS = ("__getattr__", "__dir__", "__annotate__")
 #: In :data:`_CALLED_BY_NAME`: every function the module defines.
 ALL_FUNCTIONS = None
 _CALLED_BY_NAME = {
@@ -135,6 +136,11 @@ def install(route, class_seen, note_class_seen):
     remember which versions of classes were routed already."""
     global _route, _class_seen, _note_class_seen
     _route, _class_seen, _note_class_seen = route, class_seen, note_class_seen
+
+
+def is_installed():
+    """True when the core routes (never under the pure-Python runtime)."""
+    return _route is not None
 
 
 def _route_function(function, protocol=False):
@@ -211,6 +217,7 @@ def route_argument(value):
     kind = type(value)
     if kind is _FunctionType:
         _route_function(value)
+        route_annotate(value)
     elif kind is _MethodType:
         _route_function(value.__func__)
         route_argument(value.__self__)
@@ -225,6 +232,25 @@ def route_argument(value):
         route_argument(value.func)
     elif kind is _MethodWrapperType:
         route_argument(value.__self__)      # f.__call__ calls f
+
+
+def route_annotate(owner):
+    """Route the ``__annotate__`` function of ``owner`` (a function, a
+    module or a class), which reading ``owner.__annotations__`` calls from
+    C when annotations are deferred (PEP 649: 3.14+; elsewhere nothing
+    holds one)."""
+    if _route is None:
+        return
+    kind = type(owner)
+    if kind is _FunctionType:
+        _route_function(owner.__annotate__ if hasattr(owner, "__annotate__") else None)
+    elif kind is _ModuleType:
+        namespace = getattr(owner, "__dict__", None)
+        if type(namespace) is dict:
+            _route_function(namespace.get("__annotate__"))
+    elif callables.type_flags(kind) & _TYPE_SUBCLASS:
+        if callables.type_flags(owner) & _HEAPTYPE:
+            route_class(owner)      # a class's __annotate__ is a special method
 
 
 def route_callee(callee):

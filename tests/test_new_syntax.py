@@ -8,15 +8,26 @@ import sys
 import pytest
 
 import cassette
+from cassette.entry import IMPLEMENTATION
 from overdub_support import name_of
 
 needs_314 = pytest.mark.skipif(sys.version_info < (3, 14),
                                reason="new in CPython 3.14")
 
 
+def _shown(value):
+    # Hooks see objects before their __init__ has run: repr only values.
+    return repr(value) if type(value) in (int, float, str, bool) else type(value).__name__
+
+
 class Recorder(cassette.Context):
     def prehook(self, f, *args, **kwargs):
-        self.metadata.append((name_of(f), tuple(repr(a) for a in args)))
+        self.metadata.append((name_of(f), tuple(_shown(a) for a in args)))
+
+
+class Calls(cassette.Context):
+    def prehook(self, f, *args, **kwargs):
+        self.metadata.append((f, args))
 
 
 def compiled(source):
@@ -74,3 +85,108 @@ def test_except_without_parentheses_catches_each_listed_class():
     )["classify"]
     for error in (KeyError("k"), IndexError(1), ValueError(2)):
         assert cassette.overdub(Recorder(metadata=[]), classify, error) == classify(error)
+
+
+#: A module whose annotations name a call: evaluating them (PEP 649 defers
+#: that to the first read) calls ``scale``, which the hook sees.
+_ANNOTATED = (
+    "import annotationlib, dataclasses, inspect, typing\n"
+    "evaluated = []\n"
+    "def scale(n):\n"
+    "    evaluated.append(n)\n"
+    "    return n * 10\n"
+    "def program():\n"
+    "    def direct(a: scale(1)) -> scale(2): pass\n"
+    "    def through_getattr(a: scale(3)): pass\n"
+    "    def through_annotationlib(a: scale(4)): pass\n"
+    "    def as_strings(a: scale(5) + undefined): pass\n"
+    "    class Fields:\n"
+    "        a: scale(6)\n"
+    "    @dataclasses.dataclass\n"
+    "    class Point:\n"
+    "        x: int\n"
+    "        y: 'list[Point]'\n"
+    "    return (direct.__annotations__, getattr(through_getattr, '__annotations__'),\n"
+    "            annotationlib.get_annotations(through_annotationlib),\n"
+    "            annotationlib.get_annotations(as_strings, format=annotationlib.Format.STRING),\n"
+    "            Fields.__annotations__, str(inspect.signature(Point)),\n"
+    "            typing.get_type_hints(Point.__init__, localns={'Point': Point}) == {\n"
+    "                'x': int, 'y': list[Point], 'return': type(None)},\n"
+    "            sorted(Point.__init__.__annotations__))\n"
+)
+
+
+@needs_314
+def test_deferred_annotations_run_overdubbed_where_the_interpreter_reads_them():
+    # Reading __annotations__ calls the owner's __annotate__ from C; the
+    # dataclass's __init__ gets an __annotate__ that dataclasses makes.
+    namespace = compiled(_ANNOTATED)
+    program, scale = namespace["program"], namespace["scale"]
+    plain = program()
+    assert plain[0] == {"a": 10, "return": 20} and plain[2] == {"a": 40}
+    evaluated_plainly = sorted(namespace["evaluated"])
+    assert {1, 2, 3, 4, 6} <= set(evaluated_plainly)
+    namespace["evaluated"].clear()
+    calls = Calls(metadata=[])
+    with cassette.count_escapes() as escapes:
+        dubbed = cassette.overdub(calls, program)
+    assert dubbed == plain
+    assert sorted(namespace["evaluated"]) == evaluated_plainly
+    if IMPLEMENTATION == "cython":
+        # (The pure-Python runtime does not route: what C calls escapes.)
+        assert sorted(args[0] for f, args in calls.metadata if f is scale) == evaluated_plainly
+        assert escapes.total == 0, escapes.report()
+
+
+@needs_314
+def test_a_modules_deferred_annotations_run_overdubbed():
+    import types
+    module = types.ModuleType("annotated_module")
+    exec(compile("def scale(n):\n    return n * 10\nx: scale(7)\n", "<new syntax>", "exec"),
+         module.__dict__)
+    plain_module = types.ModuleType("annotated_module")
+    exec(compile("def scale(n):\n    return n * 10\nx: scale(7)\n", "<new syntax>", "exec"),
+         plain_module.__dict__)
+    recorder = Recorder(metadata=[])
+    with cassette.count_escapes() as escapes:
+        dubbed = cassette.overdub(recorder, lambda: module.__annotations__)
+    assert dubbed == plain_module.__annotations__ == {"x": 70}
+    if IMPLEMENTATION == "cython":
+        assert ("scale", ("7",)) in recorder.metadata
+        assert escapes.total == 0, escapes.report()
+
+
+_FINALLY_RETURNS = (
+    "def swallow(error):\n"
+    "    try:\n"
+    "        raise error\n"
+    "    finally:\n"
+    "        return 'swallowed'\n"
+)
+
+
+@needs_314
+def test_return_in_finally_warns_when_compiled_and_still_swallows_when_run():
+    # PEP 765: the compiler warns; the statement keeps its meaning.
+    import warnings
+
+    def compile_it():
+        return compile(_FINALLY_RETURNS, "<finally>", "exec")
+
+    def warned(run):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            code = run()
+        return code, [(w.category, str(w.message), w.lineno) for w in caught]
+
+    plain_code, plain_warnings = warned(compile_it)
+    dubbed_code, dubbed_warnings = warned(lambda: cassette.overdub(Calls(metadata=[]),
+                                                                    compile_it))
+    assert dubbed_warnings == plain_warnings
+    assert plain_warnings[0][:2] == (SyntaxWarning, "'return' in a 'finally' block")
+    assert dubbed_code == plain_code
+    namespace = {}
+    exec(plain_code, namespace)
+    swallow = namespace["swallow"]
+    recorder = Recorder(metadata=[])
+    assert cassette.overdub(recorder, swallow, KeyError("k")) == swallow(KeyError("k"))

@@ -42,6 +42,8 @@ def _on_generation_change(Py_ssize_t generation):
 
 
 
+cdef object _ATTRIBUTE_VALUE = cassette_attribute_value_slot()
+
 # Slots whose value is a method of the runtime (the rest are operations).
 cdef dict _STRUCTURAL = STRUCTURAL_SLOTS
 
@@ -406,6 +408,19 @@ cdef class Runtime:
         for it: a handler runs at the depth where the program's recursion
         stopped, and it must not fail there for cassette's work."""
         cassette_own_call(_remove_library_entries, exception, None, 1)
+
+    @property
+    def attribute_value(self):
+        """The slot of the attribute loads no context intercepts, where the
+        interpreter's property loads skip routing (``cassette.rewrite.
+        ATTRIBUTE_LOAD``): the same C function for every runtime, since it
+        only turns a method load back into the attribute."""
+        return _ATTRIBUTE_VALUE
+
+    def route_annotate(self, owner):
+        """Before rewritten code reads ``owner.__annotations__``: route the
+        ``__annotate__`` function that reading calls from C (PEP 649)."""
+        routing.route_annotate(owner)
 
     def nooverdub(self, callee):
         """What a pass's ``cassette.ir.nooverdub(callee)`` constant becomes:

@@ -20,6 +20,7 @@ spells a call sequence for a particular version.
 
 import dis
 import enum
+import types
 
 from bytecode import Bytecode, Instr, Label
 
@@ -118,6 +119,20 @@ class Layer:
     #: every other one is given ``()``.
     sites_read_following = frozenset()
     site_lookahead = 3
+    #: True when the interpreter's specialized property load pushes the
+    #: getter's frame after checking only the class (3.14+): a routed
+    #: getter's retired version no longer stops it, so attribute loads in
+    #: rewritten code take :meth:`attribute_load_past_properties` instead.
+    property_loads_skip_routing = False
+    #: True when a generator expression's function is passed the iterable
+    #: and makes the iterator itself (3.15), not passed the iterator.
+    generator_expressions_take_iterable = False
+    #: How deep (1 = top) a loop's iterator sits when FOR_ITER runs.
+    iterator_depth = 1
+    #: Attributes whose reading calls a Python function the owner holds
+    #: from C: with deferred annotations (3.14+), ``__annotations__`` calls
+    #: the owner's ``__annotate__``.
+    annotation_attributes = frozenset()
 
     def bytecode_of(self, code):
         """``code`` as an abstract :class:`bytecode.Bytecode` whose exception
@@ -231,6 +246,26 @@ class Layer:
         instructions leave it, with ``exit`` where the block's end calls it."""
         return self.call_constant(slot, 1, location) + [
             Instr("UNPACK_SEQUENCE", 2, location=location)]
+
+    def attribute_load_past_properties(self, name, value_of, location):
+        """Instructions loading attribute ``name`` of the object on top of
+        the stack as ``LOAD_ATTR`` does, in a form the property
+        specialization refuses: a method load, which leaves ``[found,
+        self]`` or ``[value, NULL]``, then ``value_of`` called as
+        ``value_of(value)`` or ``value_of(self, found)``, which returns the
+        attribute (binding ``found``).  Only layers with
+        :attr:`property_loads_skip_routing` need it."""
+        raise NotImplementedError(f"CPython {self.version} checks a property getter's version")
+
+    def is_generator_expression(self, code):
+        """True when ``code`` (a constant) is a generator expression's."""
+        return (type(code) is types.CodeType and code.co_name == "<genexpr>"
+                and code.co_varnames[:1] == (".0",))
+
+    def iterator_made(self, location):
+        """Instructions after a slot that replaced ``GET_ITER`` left the
+        iterator on top, making the stack ``GET_ITER`` leaves."""
+        return []
 
     def call_ex_has_keywords(self, site, tags):
         """True when the ``call_ex`` site's top stack value is a keywords

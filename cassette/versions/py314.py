@@ -35,6 +35,18 @@ class Layer314(Layer313):
     version = (3, 14)
     sites_read_following = frozenset({"TO_BOOL", "LOAD_SPECIAL"})
     site_lookahead = 4
+    # LOAD_ATTR_PROPERTY caches the getter itself and guards the class only.
+    property_loads_skip_routing = True
+    annotation_attributes = frozenset({"__annotations__"})
+
+    def attribute_load_past_properties(self, name, value_of, location):
+        # The method load leaves [found, self] or [value, NULL]; under
+        # value_of that is the call's self-or-NULL slot:
+        # [value_of, self|NULL, found|value] CALL 1.
+        return [Instr("LOAD_ATTR", (True, name), location=location),
+                Instr("LOAD_CONST", value_of, location=location),
+                Instr("SWAP", 3, location=location),
+                Instr("CALL", 1, location=location)]
 
     def bytecode_of(self, code):
         concrete = ConcreteBytecode.from_code(code)

@@ -1,8 +1,45 @@
-"""CPython 3.15: as 3.14, with iteration over a virtual iterator."""
+"""CPython 3.15: as 3.14, but ``GET_ITER`` leaves two values — the iterator
+and NULL, or a list or tuple and the index of its next item (a *virtual*
+iterator, never an object) — which ``FOR_ITER`` reads and ``POP_ITER``
+pops; ``GET_ITER`` with a nonzero argument begins a ``yield from``;
+``None``, ``True``, ``False``, ``''`` and ``-1`` load with
+``LOAD_COMMON_CONSTANT``."""
+
+from bytecode import Instr
 
 from .py314 import Layer314
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+#: LOAD_COMMON_CONSTANT's arguments that load a value a LOAD_CONST can hold.
+_COMMON_VALUES = {7: None, 8: "", 9: True, 10: False, 11: -1}
+
 
 class Layer315(Layer314):
     version = (3, 15)
+    sites_read_following = Layer314.sites_read_following | {"GET_ITER"}
+    iterator_depth = 2
+    generator_expressions_take_iterable = True
+
+    def bytecode_of(self, code):
+        bytecode = super().bytecode_of(code)
+        # Passes written for earlier releases match LOAD_CONST None.
+        for index, instr in enumerate(bytecode):
+            if (isinstance(instr, Instr) and instr.name == "LOAD_COMMON_CONSTANT"
+                    and instr.arg in _COMMON_VALUES):
+                bytecode[index] = Instr("LOAD_CONST", _COMMON_VALUES[instr.arg],
+                                        location=instr.location)
+        return bytecode
+
+    def iterator_made(self, location):
+        # An iterator made by the slot is a real one: its index slot is NULL.
+        return [Instr("PUSH_NULL", location=location)]
+
+    def site(self, instr, following):
+        if instr.name == "GET_ITER":
+            if instr.arg != 0:
+                return None     # yield from's: 3.14's GET_YIELD_FROM_ITER
+            if following and following[0].name == "RETURN_GENERATOR":
+                # A generator expression making its iterator: its caller
+                # made it already (generator_expressions_take_iterable).
+                return None
+        return super().site(instr, following)
