@@ -26,6 +26,7 @@ Building blocks that spell the same thing on 3.11, 3.12 and 3.13:
 * :func:`variable`: load a local, cell or free variable;
 * :func:`call_sites`, :func:`loaded_name`, :func:`replace_callee`: find the
   calls of a function and change what they call;
+* :func:`body_start`: where the code's body begins, after the frame setup;
 * :func:`line_starts`: where each source line begins (a place to insert);
 * :func:`back_edges` and :func:`on_jump_taken`: the jumps that close loops,
   and code that runs when a jump is taken;
@@ -50,7 +51,7 @@ from .context import Context
 __all__ = [
     "CONTEXT", "nooverdub", "insert_statements", "replace_match", "call",
     "call_statement", "variable", "call_sites", "CallSite", "loaded_name",
-    "replace_callee", "line_starts", "back_edges", "on_jump_taken", "rewritten_code",
+    "replace_callee", "body_start", "line_starts", "back_edges", "on_jump_taken", "rewritten_code",
     "dis",
 ]
 
@@ -277,6 +278,19 @@ def replace_callee(code: _Elements, site: CallSite, new_callee: Any) -> _Element
     raise ValueError(f"replace_callee: {site!r} is not in this code")
 
 
+def body_start(code: Iterable[Any]) -> int:
+    """The index just after the ``RESUME`` that starts ``code``: the first
+    place a pass may insert instructions.  Before it is the frame setup
+    (``MAKE_CELL``, ``COPY_FREE_VARS``, ``RETURN_GENERATOR`` … and, for a
+    generator expression on 3.15, the making of its iterator after a
+    ``RESUME`` of its own), which the interpreter needs first."""
+    for index, element in enumerate(code):
+        if (isinstance(element, Instr) and element.name == "RESUME"
+                and type(element.arg) is int and LAYER.resume_starts_code(element.arg)):
+            return index + 1
+    raise ValueError("body_start: the code has no RESUME that starts it")
+
+
 def line_starts(code: Iterable[Any]) -> dict[int, int]:
     """``{line number: index}``: for each source line of ``code``, the index
     of its first instruction (in code order) before which statements may be
@@ -284,13 +298,8 @@ def line_starts(code: Iterable[Any]) -> dict[int, int]:
     pair that must stay together."""
     elements = list(code)
     starts = {}
-    prologue_end = 0
-    for index, element in enumerate(elements):
-        if isinstance(element, Instr) and element.name == "RESUME":
-            prologue_end = index + 1
-            break
     previous = None
-    for index in range(prologue_end, len(elements)):
+    for index in range(body_start(elements), len(elements)):
         element = elements[index]
         if not isinstance(element, Instr):
             continue

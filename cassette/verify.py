@@ -309,7 +309,8 @@ def _facts(layer, name, arg):
         facts.final, facts.consumed, facts.role, facts.fast = False, 0, _OTHER, False
     else:
         facts.final = name in layer.verify_final
-        facts.consumed = 0 if name in layer.verify_nonraising else sig.npops
+        facts.consumed = 0 if (name in layer.verify_nonraising
+                               or name in layer.verify_raise_keeping_inputs) else sig.npops
         if name in layer.verify_local_ops:
             facts.role = _LOCALS
         elif name in layer.verify_deref_ops:
@@ -408,14 +409,22 @@ def _takes_iterator(code):
     the implicit ``.0`` of a generator expression (3.11: or comprehension)
     that the compiled code hands straight to FOR_ITER.  (An ``async for``
     over ``.0`` gives it to GET_ANEXT, which checks its type.)"""
+    return _iterates_argument(code) == "FOR_ITER"
+
+
+def _iterates_argument(code):
+    """What the code of a generator expression's function (3.11: or a
+    comprehension's) does first with its implicit ``.0``: ``"FOR_ITER"``
+    (it trusts an iterator), ``"GET_ITER"`` (3.15: it makes the iterator
+    itself), or None for other code."""
     if code.co_argcount != 1 or code.co_varnames[:1] != (".0",):
-        return False
+        return None
     reads = False
     for instr in dis.get_instructions(code):
         if reads:
-            return instr.opname == "FOR_ITER"
+            return instr.opname if instr.opname in ("FOR_ITER", "GET_ITER") else None
         reads = instr.opname.startswith("LOAD_FAST") and instr.argval == ".0"
-    return False
+    return None
 
 
 def _tuple_kind(items):
@@ -622,7 +631,7 @@ class _Checker:
             elif role == _DEREF:
                 self.slots[index] = self._scan_deref(index, name, arg)
             elif name == "RESUME":
-                if index != start and layer.verify_resume_at_start(arg):
+                if index != start and layer.resume_starts_code(arg):
                     self.fail(index, "the RESUME that starts the code may appear only once, "
                               "first")
             elif name == "KW_NAMES":
@@ -652,14 +661,14 @@ class _Checker:
     def _scan_prologue(self):
         """The instructions before the first RESUME must be the original's
         frame setup, untouched and outside every protected range."""
-        expected = _original_prologue(self.original)
+        expected = _original_prologue(self.original, self.layer)
         layer = self.layer
         seen = []
         start = None
         for index, element in enumerate(self.elements):
             if isinstance(element, Instr):
                 if element.name == "RESUME" and type(element.arg) is int \
-                        and layer.verify_resume_at_start(element.arg):
+                        and layer.resume_starts_code(element.arg):
                     start = index
                     break
                 seen.append((element.name, _prologue_key(element)))
@@ -675,6 +684,8 @@ class _Checker:
                 + ("" if start is not None else " and has no such RESUME"))
         self.start = start
         self.prologue_cells = [key for name, key in expected if name == "MAKE_CELL"]
+        self.prologue_stack = [(_PRODUCES[token], None, None) for token in
+                               layer.verify_prologue_leaves([n for n, _ in expected])]
 
     def _scan_try_ranges(self):
         elements = self.elements
@@ -850,7 +861,7 @@ class _Checker:
         self.queued = set()
         self.deepest = 0
         self.handler_exc = {}
-        self._merge(self.start, [], self._initial_bits(), self.start)
+        self._merge(self.start, list(self.prologue_stack), self._initial_bits(), self.start)
         queue = self.queue
         while queue:
             position = heapq.heappop(queue)
@@ -924,6 +935,12 @@ class _Checker:
                 self.deepest = height
             instr, facts, target = step
             try_range = handlers[index]
+            if try_range is not None and height < try_range[1] and (
+                    self.layer.verify_ranges_outlast_their_stack
+                    and instr.name in self.layer.verify_nonraising):
+                # An instruction that cannot raise, where the compiler's
+                # range outlasts the values it protects (see the layer).
+                try_range = None
             if try_range is not None:
                 handler, depth, push_lasti = try_range
                 if height - facts.consumed < depth:
@@ -1011,10 +1028,14 @@ class _Checker:
         if popped and popped[0][0] & ITERATING:
             # The compiler calls a generator expression's function as
             # [function, iterator] CALL 0 — one layout that means
-            # function(iterator) in every version.
-            if name != "CALL" or instr.arg != 0 or popped[1][0] & ~ITER:
+            # function(iterator) in every version (3.15: function(iterable),
+            # and the function makes the iterator).
+            argument = _VALUES if self.layer.generator_expressions_take_iterable else ITER
+            if name != "CALL" or instr.arg != 0 or popped[1][0] & ~argument:
                 self.fail(index, "a generator expression's function may only be called as "
-                          "[function, iterator] CALL 0, on an iterator from GET_ITER")
+                          "[function, iterator] CALL 0, on an iterator from GET_ITER"
+                          if argument == ITER else "a generator expression's function may "
+                          "only be called as [function, iterable] CALL 0")
             # It returns a generator, which 3.14's inlined any()/all()/
             # tuple() iterate at once.
             stack.append((ITER, None, None))
@@ -1041,9 +1062,10 @@ class _Checker:
             self.fail(index, f"returns with {len(stack)} values left on the stack")
         if name == "YIELD_VALUE" and self.layer.verify_yield_reads_receiver(
                 instr, self._next_instr(index)):
-            if not stack or stack[-1][0] & ~_VALUES:
+            depth = self.layer.verify_receiver_depth
+            if len(stack) < depth or stack[-depth][0] & ~_VALUES:
                 self.fail(index, "suspended in a yield from/await, the generator reads the "
-                          "sub-iterator on top of its stack: it must be a value")
+                          "sub-iterator on its stack: it must be a value")
         if name in ("LIST_APPEND", "LIST_EXTEND"):
             position = base - len(kept)
             value = stack[position]
@@ -1167,14 +1189,14 @@ class _Checker:
             if token[0] == "=":
                 value = popped[int(token[1:])]
                 if "cells" in tokens and value[0] & FUNC_PENDING:
-                    made = ITERATING if _takes_iterator(code) else FUNC
+                    made = ITERATING if _iterates_argument(code) else FUNC
                     value = ((value[0] & ~FUNC_PENDING) | made, value[1], value[2])
                 stack.append(value)
             elif token == "func":
                 # Without its closure yet (3.13 sets it with SET_FUNCTION_ATTRIBUTE;
                 # before, MAKE_FUNCTION takes it or the function is unusable).
                 pending = code.co_freevars and "cells" not in tokens
-                made = FUNC_PENDING if pending else ITERATING if _takes_iterator(code) else FUNC
+                made = FUNC_PENDING if pending else ITERATING if _iterates_argument(code) else FUNC
                 stack.append((made, None, ("func", code)))
             elif token == "list*":
                 exc_only = all(not v[0] & ~(EXC | NONE) for v in popped)
@@ -1198,13 +1220,13 @@ def _prologue_key(instr):
     arg = instr.arg
     if isinstance(arg, (CellVar, FreeVar)):
         return arg.name
-    if type(arg) is int:
+    if instr.name == "COPY_FREE_VARS":
         return arg
     return None
 
 
-def _original_prologue(code):
-    """``(name, key)`` of the instructions before the first RESUME of
+def _original_prologue(code, layer):
+    """``(name, key)`` of the instructions before the RESUME that starts
     ``code``: its frame setup (MAKE_CELL's key is the cell's name)."""
     raw = code.co_code
     names = dis.opname
@@ -1224,9 +1246,9 @@ def _original_prologue(code):
         ext = 0
         if op == cache:
             continue
-        if op == resume:
+        if op == resume and layer.resume_starts_code(arg):
             return prologue
-        name = names[op]
+        name = layer.decoded_names.get(names[op], names[op])
         if name == "MAKE_CELL":
             prologue.append((name, localsplus[arg]))
         elif name == "COPY_FREE_VARS":

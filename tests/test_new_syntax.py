@@ -13,6 +13,8 @@ from overdub_support import name_of
 
 needs_314 = pytest.mark.skipif(sys.version_info < (3, 14),
                                reason="new in CPython 3.14")
+needs_315 = pytest.mark.skipif(sys.version_info < (3, 15),
+                               reason="new in CPython 3.15")
 
 
 def _shown(value):
@@ -190,3 +192,102 @@ def test_return_in_finally_warns_when_compiled_and_still_swallows_when_run():
     swallow = namespace["swallow"]
     recorder = Recorder(metadata=[])
     assert cassette.overdub(recorder, swallow, KeyError("k")) == swallow(KeyError("k"))
+
+
+_LAZY_MODULE = (
+    "import builtins\n"
+    "builtins._cassette_lazy_log.append('imported')\n"
+    "VALUE = 41\n"
+    "def bump():\n"
+    "    return VALUE + 1\n"
+)
+_LAZY_IMPORTER = (
+    "import builtins\n"
+    "lazy import {name}\n"
+    "lazy from {name} import bump\n"
+    "builtins._cassette_lazy_log.append('body done')\n"
+    "def use():\n"
+    "    builtins._cassette_lazy_log.append('use called')\n"
+    "    return {name}.VALUE + bump()\n"
+)
+
+
+def _lazy_run(directory, name, run):
+    """Run the importer's body and then ``use``, with ``run(f, *args)``;
+    returns what happened, in order, and ``use``'s result."""
+    import builtins
+    builtins._cassette_lazy_log = log = []
+    sys.modules.pop(name, None)
+    namespace = {"__name__": "importer"}
+    code = compile(_LAZY_IMPORTER.format(name=name), str(directory / "importer.py"), "exec")
+    run(exec, code, namespace)
+    log.append(("imported yet", name in sys.modules))
+    log.append(("result", run(namespace["use"])))
+    log.append(("imported", name in sys.modules))
+    del builtins._cassette_lazy_log
+    return log
+
+
+@needs_315
+def test_lazy_imports_import_when_and_where_they_do_plainly(tmp_path, monkeypatch):
+    # PEP 810: the module is imported at the first use of its name, inside
+    # use(), overdubbed; the hook sees its body's call.
+    name = "cassette_lazily_imported"
+    (tmp_path / f"{name}.py").write_text(_LAZY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plain = _lazy_run(tmp_path, name, lambda f, *args: f(*args))
+    assert plain == ["body done", ("imported yet", False), "use called", "imported",
+                     ("result", 83), ("imported", True)]
+    calls = Calls(metadata=[])
+    with cassette.count_escapes() as escapes:
+        dubbed = _lazy_run(tmp_path, name,
+                           lambda f, *args: cassette.overdub(calls, f, *args))
+    sys.modules.pop(name, None)
+    assert dubbed == plain
+    appended = [args[-1] for f, args in calls.metadata
+                if getattr(f, "__name__", None) == "append" and args]
+    assert "use called" in appended
+    if IMPLEMENTATION == "cython":
+        # (The import machinery runs the module from C: without routing,
+        # under the pure-Python runtime, its body escapes.)
+        assert "imported" in appended
+        assert escapes.total == 0, escapes.report()
+
+
+@needs_315
+def test_unpacking_in_comprehensions_builds_what_it_builds_plainly():
+    # PEP 798: [*x for x in xs], {*x for x in xs}, {**d for d in ds} and a
+    # generator expression of *x.
+    program = compiled(
+        "def flatten(xs, ds):\n"
+        "    return ([*x for x in xs], {*x for x in xs}, {**d for d in ds},\n"
+        "            list((*x for x in xs)))\n"
+    )["flatten"]
+    xs, ds = [[1, 2], (3,), range(4, 6)], [{"a": 1}, {"b": 2, "a": 3}]
+    plain = program(xs, ds)
+    assert plain == ([1, 2, 3, 4, 5], {1, 2, 3, 4, 5}, {"a": 3, "b": 2}, [1, 2, 3, 4, 5])
+    recorder = Recorder(metadata=[])
+    assert cassette.overdub(recorder, program, xs, ds) == plain
+    assert ("iter", ("list",)) in recorder.metadata
+
+
+@needs_315
+def test_unpacking_in_a_comprehension_carries_each_elements_metadata():
+    from cassette import enabletagging, metadata, tag, untag
+
+    class Labels(cassette.Context):
+        @classmethod
+        def metadatatype(cls, T):
+            return str
+
+    def labelled(ctx, value):
+        return untag(value, ctx), metadata(value, ctx)
+
+    program = compiled(
+        "def flatten(ctx, labelled, a, b, c):\n"
+        "    return [labelled(ctx, v) for v in [*x for x in [[a, b], [c]]]]\n"
+    )["flatten"]
+    ctx = enabletagging(Labels(), labelled)
+    out = cassette.overdub(ctx, program, ctx, labelled, tag(1, ctx, "a"), tag(2, ctx, "b"),
+                           tag(3, ctx, "c"))
+    assert out == [(1, "a"), (2, "b"), (3, "c")]

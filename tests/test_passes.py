@@ -17,8 +17,7 @@ PROLOGUE = ("RESUME", "MAKE_CELL", "COPY_FREE_VARS", "RETURN_GENERATOR", "POP_TO
 
 def body_start(code):
     """Index just after the prologue's RESUME."""
-    return next(i for i, e in enumerate(code)
-                if isinstance(e, Instr) and e.name == "RESUME") + 1
+    return ir.body_start(code)
 
 
 def inserting(*statement_makers):

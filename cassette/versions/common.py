@@ -20,6 +20,7 @@ spells a call sequence for a particular version.
 
 import dis
 import enum
+import inspect
 import types
 
 from bytecode import Bytecode, Instr, Label
@@ -133,6 +134,10 @@ class Layer:
     #: from C: with deferred annotations (3.14+), ``__annotations__`` calls
     #: the owner's ``__annotate__``.
     annotation_attributes = frozenset()
+
+    #: Instructions :meth:`bytecode_of` spells as others: name -> the name
+    #: it decodes as.
+    decoded_names = {}
 
     def bytecode_of(self, code):
         """``code`` as an abstract :class:`bytecode.Bytecode` whose exception
@@ -258,9 +263,11 @@ class Layer:
         raise NotImplementedError(f"CPython {self.version} checks a property getter's version")
 
     def is_generator_expression(self, code):
-        """True when ``code`` (a constant) is a generator expression's."""
+        """True when ``code`` (a constant) is a generator expression's (not
+        an asynchronous one's)."""
         return (type(code) is types.CodeType and code.co_name == "<genexpr>"
-                and code.co_varnames[:1] == (".0",))
+                and code.co_varnames[:1] == (".0",)
+                and not code.co_flags & inspect.CO_ASYNC_GENERATOR)
 
     def iterator_made(self, location):
         """Instructions after a slot that replaced ``GET_ITER`` left the
@@ -464,6 +471,16 @@ class Layer:
         "YIELD_VALUE", "RETURN_VALUE", "RETURN_CONST", "JUMP_FORWARD",
         "LOAD_FAST_AND_CLEAR", "STORE_FAST_STORE_FAST", "STORE_FAST_LOAD_FAST",
     })
+
+    #: Instructions that raise with their inputs still on the stack (the
+    #: handler's depth may reach into them); listed where it matters.
+    verify_raise_keeping_inputs = frozenset()
+
+    #: True when the compiler lets a protected range cover instructions
+    #: that cannot raise after the values it protects are gone (3.15: a
+    #: generator expression's range keeps its iterator's two slots and
+    #: covers its return); the checker accepts that at those instructions.
+    verify_ranges_outlast_their_stack = False
 
     #: Conditional jumps on ``value is None``: name -> True when the jump is
     #: taken for None.
@@ -723,9 +740,18 @@ class Layer:
                 return f"{name} needs an argument of at least 1, not {arg}"
         return self._verify_version_arg_error(name, arg)
 
-    def verify_resume_at_start(self, arg):
+    def resume_starts_code(self, arg):
         """True for the RESUME that starts the code (after the prologue)."""
         return arg == 0
+
+    def verify_prologue_leaves(self, prologue):
+        """The kinds of the values the frame setup (the names of the
+        instructions before the starting RESUME) leaves on the stack."""
+        return ()
+
+    #: How deep (1 = top) the sub-iterator of a ``yield from``/``await``
+    #: sits while the generator is suspended in it.
+    verify_receiver_depth = 1
 
     def verify_yield_reads_receiver(self, instr, next_instr):
         """True when, suspended at YIELD_VALUE ``instr``, the frame's top of

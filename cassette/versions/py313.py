@@ -122,7 +122,7 @@ class Layer313(Layer):
     verify_resume_max = 7
     _verify_dict_merge_gap = 2
 
-    def verify_resume_at_start(self, arg):
+    def resume_starts_code(self, arg):
         return arg & 3 == 0     # RESUME_OPARG_LOCATION_MASK
 
     def verify_yield_reads_receiver(self, instr, next_instr):

@@ -38,6 +38,9 @@ class Layer314(Layer313):
     # LOAD_ATTR_PROPERTY caches the getter itself and guards the class only.
     property_loads_skip_routing = True
     annotation_attributes = frozenset({"__annotations__"})
+    decoded_names = {"LOAD_FAST_BORROW": "LOAD_FAST",
+                     "LOAD_FAST_BORROW_LOAD_FAST_BORROW": "LOAD_FAST_LOAD_FAST",
+                     "LOAD_SMALL_INT": "LOAD_CONST"}
 
     def attribute_load_past_properties(self, name, value_of, location):
         # The method load leaves [found, self] or [value, NULL]; under
@@ -71,11 +74,15 @@ class Layer314(Layer313):
                 # the package decodes the cell of an argument as the
                 # argument's name; it is the cell.
                 instr.arg = CellVar(instr.arg)
-            elif instr.name in _OWNED_LOADS:
-                bytecode[index] = Instr(_OWNED_LOADS[instr.name], instr.arg,
+            elif instr.name in self.decoded_names:
+                # LOAD_FAST_BORROW puts a local on the stack without a
+                # reference, trusting the compiler's proof that the local is
+                # not rebound before the value is used; a pass or a hook
+                # (through ``frame.f_locals``) may rebind it in between, so
+                # cassette reads code with owned loads.  LOAD_SMALL_INT is
+                # read as the LOAD_CONST passes for earlier releases match.
+                bytecode[index] = Instr(self.decoded_names[instr.name], instr.arg,
                                         location=instr.location)
-            elif instr.name == "LOAD_SMALL_INT":
-                bytecode[index] = Instr("LOAD_CONST", instr.arg, location=instr.location)
         self._call_inlined_builtins(bytecode)
         return bytecode
 
@@ -202,11 +209,3 @@ def _is_instr(element, name, arg):
 #: object of its own, so never the builtin.
 _NEVER_THE_BUILTIN = type("NotABuiltin", (), {"__repr__": lambda self: "<not a builtin>"})()
 
-#: LOAD_FAST_BORROW puts a local on the stack without a reference, trusting
-#: the compiler's proof that the local is not rebound before the value is
-#: used; a pass or a hook (through ``frame.f_locals``) may rebind it in
-#: between, so cassette reads code with owned loads.
-_OWNED_LOADS = {
-    "LOAD_FAST_BORROW": "LOAD_FAST",
-    "LOAD_FAST_BORROW_LOAD_FAST_BORROW": "LOAD_FAST_LOAD_FAST",
-}

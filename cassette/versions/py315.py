@@ -43,3 +43,44 @@ class Layer315(Layer314):
                 # made it already (generator_expressions_take_iterable).
                 return None
         return super().site(instr, following)
+
+    # -- verification of a pass's output (cassette.verify) ---------------------
+
+    verify_fixed = {
+        **Layer314.verify_fixed,
+        # The iterator and its index or NULL.
+        "POP_ITER": "obj null -> ",
+        # With monitoring on, END_FOR reads the iterator below its index.
+        "END_FOR": "obj null : obj -> ",
+        # The receiver, its NULL, the value.
+        "END_SEND": "obj null obj -> =2",
+        "CLEANUP_THROW": "obj null obj exc -> none null obj",
+    }
+    verify_resume_max = 15
+    verify_ranges_outlast_their_stack = True
+    # An asynchronous generator expression's range keeps its iterator, which
+    # END_ASYNC_FOR pops only when it does not raise.
+    verify_raise_keeping_inputs = frozenset({"END_ASYNC_FOR"})
+    verify_receiver_depth = 2       # below the NULL SEND keeps
+
+    def resume_starts_code(self, arg):
+        # RESUME_OPARG_LOCATION_MASK is 7; a generator expression's
+        # RESUME 4 (RESUME_AT_GEN_EXPR_START) precedes its frame setup.
+        return arg & 7 == 0
+
+    def verify_prologue_leaves(self, prologue):
+        # A generator expression makes its iterator before it starts.
+        if "GET_ITER" in prologue:
+            return ("iter", "null")
+        return ("obj",) if "GET_AITER" in prologue else ()
+
+    def _verify_version_signature(self, name, arg, jump):
+        if name == "GET_ITER":
+            # The index slot is NULL or a virtual iterator's index: never a
+            # value.
+            return "obj -> iter null" if arg == 0 else "obj -> obj null"
+        if name == "FOR_ITER":
+            return "iter null : -> obj"
+        if name == "SEND":
+            return "obj null : obj -> obj"
+        return super()._verify_version_signature(name, arg, jump)
