@@ -13,11 +13,13 @@ Usage (from anywhere; paths are relative to the repository root)::
     ``test`` extra, and runs ``python examples/demo.py`` in it.
 
 ``test``
-    For each of Python 3.11, 3.12 and 3.13: creates or reuses ``.venv/<X.Y>``,
-    installs cassette editable with the ``test`` extra, and runs
-    ``python -m pytest tests/`` twice: once with the Cython core and once with
-    ``CASSETTE_PURE_PYTHON=1`` (the pure-Python runtime).  Every run gets a
-    header; at the end a table summarises the runs, and the last line printed
+    For each of Python 3.11, 3.12, 3.13, 3.14 and 3.15: creates or reuses
+    ``.venv/<X.Y>``, installs cassette editable with the ``test`` extra, and
+    runs ``python -m pytest tests/`` twice: once with the Cython core and once
+    with ``CASSETTE_PURE_PYTHON=1`` (the pure-Python runtime).  The runs go
+    one per core at a time (at most four; ``--jobs N`` sets it), each run's
+    output printed whole under its header when it ends (with one job, live).
+    At the end a table summarises the runs, and the last line printed
     is exactly ``N passed, M failed`` totalled over all runs (CI reads it).
     The exit status is non-zero if any run failed or any interpreter is
     missing.  A run that produced no test results (missing interpreter, failed
@@ -28,12 +30,13 @@ Usage (from anywhere; paths are relative to the repository root)::
     Options (everything else, and everything after ``--``, goes to pytest)::
 
         --python 3.12        restrict to these versions (repeat, or 3.12,3.13)
+        --jobs N, -j N       make N runs at a time
 
     Example: ``python3 tools/dev.py test --python 3.12 -k dispatch -x``.
 
-    ``--python 3.14`` and ``--python 3.15`` (not yet supported, so never run
-    by default) use CPython from Debian's unstable suite: the first use makes
-    a Debian root file system with them in ``~/.cache/cassette-dev/debian-sid``
+    Where no CPython 3.14 or 3.15 is installed (pyenv here has 3.11-3.13),
+    they come from Debian's unstable suite: the first use makes a Debian
+    root file system with them in ``~/.cache/cassette-dev/debian-sid``
     (``CASSETTE_DEBIAN_ROOT`` overrides; debootstrap and apt, about a minute,
     as root), and every later run reuses it.  Their venvs are ``.venv/3.14``
     and ``.venv/3.15`` as usual; what runs in them runs in that root through
@@ -42,8 +45,9 @@ Usage (from anywhere; paths are relative to the repository root)::
     failure or Ctrl-C).
 
 ``bench``
-    Runs ``python -m pytest bench/ --benchmark-only`` in ``.venv/3.12``,
-    installed with the ``bench`` extra (added to whatever it already has).
+    Runs ``python -m pytest bench/ --benchmark-only`` in ``.venv/3.12`` (or
+    the version ``--python X.Y`` names), installed with the ``bench`` extra
+    (added to whatever it already has).
 
 Interpreter discovery, for each version X.Y:
 
@@ -75,7 +79,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 VENVS = ROOT / ".venv"
-SUPPORTED = ("3.11", "3.12", "3.13")
+SUPPORTED = ("3.11", "3.12", "3.13", "3.14", "3.15")
 BENCH_VERSION = "3.12"
 # Files whose change requires reinstalling (and so rebuilding) the project.
 BUILD_INPUTS = ("pyproject.toml", "setup.py")
@@ -88,8 +92,7 @@ RECIPE = 1
 # suite.  They need a newer C library than the host's, so they live in a
 # Debian root file system of their own and run there through chroot, with the
 # checkout, /tmp, /dev and /proc bind-mounted at the same paths.  Made once
-# (about a minute: debootstrap, then apt) and kept; needs root.  Not yet
-# among SUPPORTED: `test --python 3.14` runs the suite there on request.
+# (about a minute: debootstrap, then apt) and kept; needs root.
 DEBIAN_PYTHONS = ("3.14", "3.15")
 DEBIAN_ROOT = Path(os.environ.get("CASSETTE_DEBIAN_ROOT")
                    or Path.home() / ".cache" / "cassette-dev" / "debian-sid")
@@ -438,17 +441,19 @@ def junit_counts(path):
     return tests, failed, skipped
 
 
-def run_pytest(python, label, pytest_args, pure):
-    """``python``: the command prefix running the venv's interpreter."""
-    """Run pytest with live output; return a RunResult."""
+def run_pytest(python, label, pytest_args, pure, output=None):
+    """Run pytest (``python``: the command prefix running the venv's
+    interpreter) and return a RunResult; its output goes to ``output`` (a
+    file) when given, else live to the terminal."""
     env = dict(os.environ)
     env.pop("CASSETTE_PURE_PYTHON", None)
     if pure:
         env["CASSETTE_PURE_PYTHON"] = "1"
     with tempfile.TemporaryDirectory(prefix="cassette-dev-") as tmp:
         xml_path = os.path.join(tmp, "junit.xml")
+        streams = {} if output is None else {"stdout": output, "stderr": subprocess.STDOUT}
         status = run(python + ["-m", "pytest", "tests/", "--junitxml", xml_path]
-                     + list(pytest_args), cwd=str(ROOT), env=env)
+                     + list(pytest_args), cwd=str(ROOT), env=env, **streams)
         try:
             tests, failed, skipped = junit_counts(xml_path)
         except (OSError, ET.ParseError):
@@ -483,16 +488,22 @@ def print_summary(results):
 
 
 def parse_test_args(args):
-    """Split ``test`` arguments into (versions, pytest args)."""
+    """Split ``test`` arguments into (versions, jobs, pytest args)."""
     versions = []
     rest = []
+    jobs = default_jobs()
     args = list(args)
     while args:
         arg = args.pop(0)
         if arg == "--":
             rest.extend(args)
             break
-        if arg == "--python" or arg.startswith("--python="):
+        if arg in ("--jobs", "-j") or arg.startswith("--jobs="):
+            value = arg.split("=", 1)[1] if "=" in arg else (args.pop(0) if args else "")
+            if not value.isdigit() or int(value) < 1:
+                raise DevError("--jobs needs a positive number, e.g. --jobs 2")
+            jobs = int(value)
+        elif arg == "--python" or arg.startswith("--python="):
             if arg == "--python":
                 if not args:
                     raise DevError("--python needs a version, e.g. --python 3.12")
@@ -501,32 +512,41 @@ def parse_test_args(args):
                 value = arg.split("=", 1)[1]
             for version in value.split(","):
                 version = version.strip()
-                if version not in SUPPORTED + DEBIAN_PYTHONS:
+                if version not in SUPPORTED:
                     raise DevError("unsupported --python %r; choose from %s"
-                                   % (version, ", ".join(SUPPORTED + DEBIAN_PYTHONS)))
+                                   % (version, ", ".join(SUPPORTED)))
                 if version not in versions:
                     versions.append(version)
         else:
             rest.append(arg)
-    return versions or list(SUPPORTED), rest
+    return versions or list(SUPPORTED), jobs, rest
+
+
+def default_jobs():
+    """How many runs go at once: one per core, at most four (each run is
+    one busy process; memory, not cores, limits more)."""
+    return max(1, min(os.cpu_count() or 1, 4))
 
 
 def cmd_test(args):
-    versions, pytest_args = parse_test_args(args)
+    versions, jobs, pytest_args = parse_test_args(args)
     with contextlib.ExitStack() as mounts:
-        results = run_versions(versions, pytest_args, mounts)
+        results = run_versions(versions, jobs, pytest_args, mounts)
     print_summary(results)
     return 0 if all(r.ok for r in results) else 1
 
 
-def run_versions(versions, pytest_args, mounts):
+RUN_KINDS = (("cython", False), ("pure", True))
+
+
+def run_versions(versions, jobs, pytest_args, mounts):
     """Both runs of each version (mounting what the Debian interpreters need
-    on ``mounts`` once they exist); the RunResults."""
-    results = []
+    on ``mounts`` once they exist), ``jobs`` at a time; the RunResults, in
+    the order of the versions."""
+    runs = []           # (title, label, python, pure) of each run to make
+    failed = {}         # index in the table -> RunResult of a version that could not run
     debian_mounted = False
-    total = 2 * len(versions)
     for version in versions:
-        labels = [("cython", False), ("pure", True)]
         try:
             interp = find_interpreter(version)
             if interp.prefix and not debian_mounted:
@@ -537,19 +557,51 @@ def run_versions(versions, pytest_args, mounts):
             python = ensure_installed(interp, ["test"])
         except DevError as exc:
             say("dev.py: ERROR: %s" % exc)
-            for core, _ in labels:
-                results.append(RunResult("%s %s" % (version, core), failed=1,
-                                         note=str(exc).split(":")[0]))
+            for core, _ in RUN_KINDS:
+                failed[len(runs) + len(failed)] = RunResult(
+                    "%s %s" % (version, core), failed=1, note=str(exc).split(":")[0])
             continue
-        for core, pure in labels:
-            number = len(results) + 1
-            banner("[%d/%d] Python %s, %s core%s   (.venv/%s)" % (
-                number, total, interp.full_version,
-                "pure-Python" if pure else "Cython",
-                "   CASSETTE_PURE_PYTHON=1" if pure else "", version))
-            results.append(run_pytest(python, "%s %s" % (interp.full_version, core),
-                                      pytest_args, pure))
-    return results
+        for core, pure in RUN_KINDS:
+            runs.append(("Python %s, %s core%s   (.venv/%s)" % (
+                interp.full_version, "pure-Python" if pure else "Cython",
+                "   CASSETTE_PURE_PYTHON=1" if pure else "", version),
+                "%s %s" % (interp.full_version, core), python, pure))
+    total = len(runs) + len(failed)
+    if jobs <= 1 or len(runs) <= 1:
+        done = []
+        for number, (title, label, python, pure) in enumerate(runs, 1):
+            banner("[%d/%d] %s" % (number, total, title))
+            done.append(run_pytest(python, label, pytest_args, pure))
+    else:
+        done = run_in_parallel(runs, jobs, total, pytest_args)
+    ran = iter(done)
+    return [failed[i] if i in failed else next(ran) for i in range(total)]
+
+
+def run_in_parallel(runs, jobs, total, pytest_args):
+    """Make ``runs`` ``jobs`` at a time, each writing to a file of its own;
+    print each run's output whole, under its header, as it finishes."""
+    import concurrent.futures
+    import threading
+    printing = threading.Lock()
+    say("dev.py: %d runs, %d at a time; each run's output follows when it ends"
+        % (len(runs), jobs))
+
+    def one(number, title, label, python, pure):
+        with tempfile.TemporaryFile(mode="w+") as output:
+            result = run_pytest(python, label, pytest_args, pure, output)
+            output.seek(0)
+            text = output.read()
+        with printing:
+            banner("[%d/%d] %s" % (number, total, title))
+            sys.stdout.write(text)
+            say()
+        return result
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(one, number, *run_args)
+                   for number, run_args in enumerate(runs, 1)]
+        return [future.result() for future in futures]
 
 
 def first_interpreter():
@@ -570,11 +622,18 @@ def cmd_demo(args):
 
 
 def cmd_bench(args):
-    interp = find_interpreter(BENCH_VERSION)
-    python = ensure_installed(interp, ["bench"])
-    banner("benchmarks on Python %s" % interp.full_version)
-    status = run(python + ["-m", "pytest", "bench/", "--benchmark-only"] + list(args),
-                 cwd=str(ROOT))
+    versions, _jobs, pytest_args = parse_test_args(args)
+    if len(versions) > 1 and versions != list(SUPPORTED):
+        raise DevError("bench runs on one Python at a time (--python X.Y)")
+    version = versions[0] if versions != list(SUPPORTED) else BENCH_VERSION
+    with contextlib.ExitStack() as mounts:
+        interp = find_interpreter(version)
+        if interp.prefix:
+            mounts.enter_context(mounted(DEBIAN_ROOT, list(DEBIAN_SHARED)))
+        python = ensure_installed(interp, ["bench"])
+        banner("benchmarks on Python %s" % interp.full_version)
+        status = run(python + ["-m", "pytest", "bench/", "--benchmark-only"] + pytest_args,
+                     cwd=str(ROOT))
     if status == 5:
         say("dev.py: no benchmarks collected under bench/")
         return 0
