@@ -16,13 +16,15 @@ import pytest
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "beside_tools.py")
 
-#: Each set runs in an interpreter of its own: a tracer (which turns 3.11's
-#: specializing interpreter off and makes it build line arrays), and a
-#: monitoring tool (which leaves it on and instruments the code instead).
-#: A profiler is beside every overdubbed run of the real-library oracle and
-#: of the CPython oracle's nothing context already: ``count_escapes`` is a
-#: ``sys.setprofile`` function.
-TOOL_SETS = [["settrace"]] + ([["monitoring"]] if hasattr(sys, "monitoring") else [])
+#: The set runs in an interpreter of its own: a tracer (which turns 3.11's
+#: specializing interpreter off and makes it build line arrays) and, where
+#: there is one, a monitoring tool (which leaves it on and instruments the
+#: code instead), both at once, as a debugger beside a coverage tool would
+#: be.  (One interpreter for both: each run replays the whole oracle, and ten
+#: test runs share CI's half hour.)  A profiler is beside every overdubbed
+#: run of the real-library oracle and of the CPython oracle's nothing
+#: context already: ``count_escapes`` is a ``sys.setprofile`` function.
+TOOL_SETS = [["settrace", "monitoring"] if hasattr(sys, "monitoring") else ["settrace"]]
 
 
 def run_beside(command):
