@@ -446,7 +446,7 @@ def _untouched_sites(elements, tags, sites, kinds):
     return found
 
 
-def _generator_expression_calls(elements, sites, tags):
+def _generator_expression_calls(elements, sites):
     """Where the layer passes a generator expression's function its iterable
     (3.15: the function's first instruction makes the iterator), the ids of
     those calls: the caller makes the iterator first, through the ``iter``
@@ -465,15 +465,19 @@ def _generator_expression_calls(elements, sites, tags):
         if state is None or len(state) < 2 or state[-2] is None:
             continue
         at = position.get(id(state[-2]))
-        while at is not None and at > 0 and elements[at].name == "SET_FUNCTION_ATTRIBUTE":
+        while at is not None and at > 0 and _is_named(elements[at], "SET_FUNCTION_ATTRIBUTE"):
             at -= 1
-        if at is None or at < 1 or elements[at].name != "MAKE_FUNCTION":
+        if at is None or at < 1 or not _is_named(elements[at], "MAKE_FUNCTION"):
             continue
         load = elements[at - 1]
         if (isinstance(load, Instr) and load.name == "LOAD_CONST"
                 and LAYER.is_generator_expression(load.arg)):
             found.add(id(elements[index]))
     return found
+
+
+def _is_named(element, name):
+    return isinstance(element, Instr) and element.name == name
 
 
 def rewrite_bytecode(bytecode, kinds):
@@ -498,7 +502,7 @@ def rewrite_bytecode(bytecode, kinds):
                      not intercepted or id(elements[index]) in untouched) else site
                  for index, site in enumerate(sites)]
     tagging = "unpacked" in kinds
-    iterating_calls = (_generator_expression_calls(elements, sites, tags)
+    iterating_calls = (_generator_expression_calls(elements, sites)
                        if "iter" in kinds and LAYER.generator_expressions_take_iterable
                        else ())
     out = []
