@@ -43,7 +43,7 @@ from .markers import EXHAUSTED, RUNTIME, Slot
 from .operations import OPERATIONS, Intercept
 from .passes import pass_failures, run_passes
 from .versions import LAYER
-from .versions.common import Site, StackTag
+from .versions.common import GIVEN_ITERATOR, Site, StackTag
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
@@ -342,6 +342,9 @@ def _emit_site(site, instr, tags, out, tagging=False):
         return True
     if kind == "with" or kind == "async_with":
         out += LAYER.enter_with(Slot(kind), loc)
+        return True
+    if kind == "iter" and site.detail == GIVEN_ITERATOR:
+        out += LAYER.iterator_made(loc)
         return True
     if kind in ("getattr", "setattr", "delattr"):
         out.append(Instr("LOAD_CONST", site.detail, location=loc))

@@ -291,3 +291,32 @@ def test_unpacking_in_a_comprehension_carries_each_elements_metadata():
     out = cassette.overdub(ctx, program, ctx, labelled, tag(1, ctx, "a"), tag(2, ctx, "b"),
                            tag(3, ctx, "c"))
     assert out == [(1, "a"), (2, "b"), (3, "c")]
+
+
+def test_a_generator_expression_calls_iter_once_on_every_release():
+    # 3.15 makes a generator expression's iterator inside it; overdubbed,
+    # the caller makes it (so hooks see iter() before the call, as on
+    # 3.11-3.14) and the generator expression must not call iter() again:
+    # this iterator has no __iter__ (test_generators' own case).
+    class Iterator:
+        def __init__(self):
+            self.val = 0
+
+        def __next__(self):
+            if self.val == 2:
+                raise StopIteration
+            self.val += 1
+            return self.val
+
+    class Iterable:
+        def __iter__(self):
+            return Iterator()
+
+    def program():
+        return list(i for i in Iterable()), sum(x * x for x in range(4))
+
+    calls = Calls(metadata=[])
+    assert cassette.overdub(calls, program) == program() == ([1, 2], 14)
+    order = [getattr(f, "__name__", None) for f, _ in calls.metadata]
+    order = [name for name in order if name in ("iter", "<genexpr>")]
+    assert order == ["iter", "<genexpr>", "iter", "<genexpr>"]

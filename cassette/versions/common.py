@@ -108,6 +108,13 @@ def below_null_resolution(layout, tags):
     return None
 
 
+#: The detail of an ``iter`` site whose iterator the caller made already
+#: (a generator expression's own, where
+#: :attr:`Layer.generator_expressions_take_iterable`): the site keeps the
+#: value and completes the stack ``GET_ITER`` leaves.
+GIVEN_ITERATOR = "given"
+
+
 class Layer:
     """Base class of the per-version layers: what 3.11–3.13 spell alike."""
 

@@ -7,6 +7,7 @@ pops; ``GET_ITER`` with a nonzero argument begins a ``yield from``;
 
 from bytecode import Instr
 
+from .common import GIVEN_ITERATOR, Site
 from .py314 import Layer314
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
@@ -39,9 +40,11 @@ class Layer315(Layer314):
             if instr.arg != 0:
                 return None     # yield from's: 3.14's GET_YIELD_FROM_ITER
             if following and following[0].name == "RETURN_GENERATOR":
-                # A generator expression making its iterator: its caller
-                # made it already (generator_expressions_take_iterable).
-                return None
+                # A generator expression making its iterator: where its
+                # caller made it already (generator_expressions_take_iterable),
+                # the site only adds the NULL (iter() again would fail for
+                # an iterator without __iter__).
+                return Site("iter", detail=GIVEN_ITERATOR)
         return super().site(instr, following)
 
     # -- verification of a pass's output (cassette.verify) ---------------------
