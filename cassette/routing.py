@@ -144,8 +144,12 @@ def is_installed():
 
 
 def _route_function(function, protocol=False):
+    """Route ``function``, and the ``__annotate__`` function it holds (PEP
+    649, 3.14+): reading ``function.__annotations__`` calls that from C,
+    through ``getattr``, ``inspect`` or ``annotationlib`` alike."""
     if type(function) is _FunctionType and not callables.is_library_code(function.__code__):
         _route(function, protocol)
+        _route_function(getattr(function, "__annotate__", None))
 
 
 def _route_own_entries(klass):
@@ -217,7 +221,6 @@ def route_argument(value):
     kind = type(value)
     if kind is _FunctionType:
         _route_function(value)
-        route_annotate(value)
     elif kind is _MethodType:
         _route_function(value.__func__)
         route_argument(value.__self__)
@@ -243,7 +246,7 @@ def route_annotate(owner):
         return
     kind = type(owner)
     if kind is _FunctionType:
-        _route_function(owner.__annotate__ if hasattr(owner, "__annotate__") else None)
+        _route_function(getattr(owner, "__annotate__", None))
     elif kind is _ModuleType:
         namespace = getattr(owner, "__dict__", None)
         if type(namespace) is dict:
