@@ -35,6 +35,9 @@ cdef extern from "_core_src/compat.h":
     int cassette_get_method(object obj, object name, PyObject **out) except -1
     void cassette_credit_python_frames(int count)
     PyObject *cassette_weakref_target(object ref)
+    void cassette_install_attribute_load_pin(int load_attr, int property, int never)
+    void cassette_allow_pinning(int opcode)
+    int cassette_pin_attribute_load(object code, Py_ssize_t unit)
 
 
 cdef extern from "_core_src/budget.h":
@@ -76,7 +79,6 @@ cdef extern from "_core_src/objects.h":
     void cassette_install_slot_entries(void *operation, void *propagation)
     object cassette_operation_slot(object site)
     object cassette_propagation_slot(object site)
-    object cassette_attribute_value_slot()
     void cassette_install_tagged_call(void *call, object type)
 
 

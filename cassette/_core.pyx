@@ -33,6 +33,7 @@ from cassette._singletons import (NoMetaData, OverdubInstead, TAGGED_DATA_SLOT, 
                                   TAGGED_VALUE_SLOT)
 from cassette.operations import ARRANGED_SITES, OPERATIONS, STRUCTURAL_SLOTS
 from cassette.markers import EXHAUSTED
+from cassette.versions import LAYER
 
 # -- the parts, one concern each (cassette/_core_src/) -----------------------
 
@@ -75,4 +76,5 @@ def install_routing():
     :mod:`cassette.entry` when the core is the runtime (the pure-Python
     runtime imports the core for its entry only, and has no trampoline
     that would recognise its code)."""
+    _install_attribute_load_pin()
     routing.install(route, class_seen, note_class_seen)

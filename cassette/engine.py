@@ -17,7 +17,7 @@ from . import callables, dispatch, routing
 from ._singletons import TAGGED_TAG_SLOT, TAGGED_VALUE_SLOT
 from .passes import NoPass, Pass
 from .operations import OPERATIONS, ROW_CALLEES, SPECIAL_METHODS as OPERATIONS_SPECIAL_METHODS, Intercept
-from .rewrite import ATTRIBUTE_LOAD, TAGGING_KINDS, kinds_for, template_for
+from .rewrite import ANNOTATIONS_LOAD, TAGGING_KINDS, kinds_for, template_for
 from .versions import LAYER
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
@@ -85,8 +85,8 @@ def intercepted_kinds(ctx_types, tagging=False):
         for ctx_type in ctx_types:
             rows |= intercepted_rows(ctx_type)
         kinds = kinds_for(rows | _TAGGING_ROWS) | TAGGING_KINDS if tagging else kinds_for(rows)
-        if LAYER.property_loads_skip_routing and routing.is_installed():
-            kinds |= {ATTRIBUTE_LOAD}
+        if LAYER.annotation_attributes and routing.is_installed():
+            kinds |= {ANNOTATIONS_LOAD}
         if key is not None and len(_kinds_by_chain) < 1024:
             _kinds_by_chain[key] = kinds
     return kinds

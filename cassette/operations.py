@@ -129,8 +129,7 @@ SPECIAL_METHODS.update({
 STRUCTURAL_SLOTS = {
     "resolve": "resolve", "method": "method", "split": "split",
     "for": "next_step", "with": "enter", "async_with": "async_enter",
-    "caught": "caught", "nooverdub": "nooverdub",
-    "attribute_load": "attribute_value", "annotations": "route_annotate",
+    "caught": "caught", "nooverdub": "nooverdub", "annotations": "route_annotate",
 }
 
 #: Operation sites whose operands the stack holds in another order than the

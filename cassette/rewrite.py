@@ -90,14 +90,13 @@ TAGGING_KINDS = frozenset({
 })
 
 
-#: The site kind of the attribute loads that stay loads (no context
-#: intercepts them, or one is the callable of a call: see
-#: :func:`_untouched_sites`), where the version layer's property loads skip
-#: routing (3.14+) and the core routes: each takes
-#: :meth:`~cassette.versions.common.Layer.attribute_load_past_properties`,
-#: so a routed property getter runs overdubbed.  (Not a row of reference
-#: §3.1: no hook sees these loads.)
-ATTRIBUTE_LOAD = "attribute_load"
+#: The site kind of the loads of attributes whose reading calls a function
+#: the owner holds (:attr:`~cassette.versions.common.Layer.
+#: annotation_attributes`: ``__annotations__`` calls ``__annotate__``, PEP
+#: 649) that no context intercepts, where the core routes: the load stays,
+#: after a call of the ``annotations`` slot that routes that function.
+#: (Not a row of reference §3.1: no hook sees these loads.)
+ANNOTATIONS_LOAD = "annotations_load"
 
 
 def row_of(kind):
@@ -332,13 +331,13 @@ def _emit_site(site, instr, tags, out, tagging=False):
         out += call(Slot("caught"), 1, loc)
         out.append(Instr("POP_TOP", location=loc))
         return True
-    if (kind == "getattr" or kind == ATTRIBUTE_LOAD) and site.detail in LAYER.annotation_attributes:
+    if (kind == "getattr" or kind == ANNOTATIONS_LOAD) and site.detail in LAYER.annotation_attributes:
         # Reading it calls the owner's __annotate__ from C: route that first.
         out.append(Instr("COPY", 1, location=loc))
         out += call(Slot("annotations"), 1, loc)
         out.append(Instr("POP_TOP", location=loc))
-    if kind == ATTRIBUTE_LOAD:
-        out += LAYER.attribute_load_past_properties(site.detail, Slot(kind), loc)
+    if kind == ANNOTATIONS_LOAD:
+        out.append(instr)
         return True
     if kind == "with" or kind == "async_with":
         out += LAYER.enter_with(Slot(kind), loc)
@@ -496,13 +495,14 @@ def rewrite_bytecode(bytecode, kinds):
              if tags[index] is not None and isinstance(element, Instr) else None
              for index, element in enumerate(elements)]
     untouched = _untouched_sites(elements, tags, sites, kinds)
-    if ATTRIBUTE_LOAD in kinds:
-        # The attribute loads that stay loads: not intercepted, or left
+    if ANNOTATIONS_LOAD in kinds:
+        # The annotation loads that stay loads: not intercepted, or left
         # alone as the callable of a call.
         intercepted = "getattr" in kinds
-        sites = [Site(ATTRIBUTE_LOAD, detail=site.detail)
-                 if site is not None and site.kind == "getattr" and (
-                     not intercepted or id(elements[index]) in untouched) else site
+        annotations = LAYER.annotation_attributes
+        sites = [Site(ANNOTATIONS_LOAD, detail=site.detail)
+                 if site is not None and site.kind == "getattr" and site.detail in annotations
+                 and (not intercepted or id(elements[index]) in untouched) else site
                  for index, site in enumerate(sites)]
     tagging = "unpacked" in kinds
     iterating_calls = (_generator_expression_calls(elements, sites)
@@ -515,7 +515,7 @@ def rewrite_bytecode(bytecode, kinds):
         element = elements[index]
         site = sites[index]
         if (site is None or site.kind not in kinds
-                or id(element) in untouched and site.kind != ATTRIBUTE_LOAD):
+                or id(element) in untouched and site.kind != ANNOTATIONS_LOAD):
             out.append(element)
             index += 1
             continue
@@ -583,15 +583,23 @@ def _peak(instrs, start):
 class Template:
     """Rewritten code with placeholders, ready to bind to a runtime: each
     :class:`Slot` constant becomes ``slot_values(name)`` and each
-    :class:`NoOverdub` constant ``slot_values("nooverdub")(callee)``."""
+    :class:`NoOverdub` constant ``slot_values("nooverdub")(callee)``.
 
-    __slots__ = ("code", "slot_indices")
+    ``attribute_loads``: where the version layer's property loads skip
+    routing, ``(code unit, name)`` of the code's attribute loads, which the
+    core pins when ``name`` is a routed property's
+    (:attr:`~cassette.versions.common.Layer.attribute_load_pin`); else
+    ``()``."""
+
+    __slots__ = ("code", "slot_indices", "attribute_loads")
 
     def __init__(self, code):
         self.code = code
         self.slot_indices = tuple(
             i for i, c in enumerate(code.co_consts) if type(c) is Slot or type(c) is NoOverdub
         )
+        self.attribute_loads = (LAYER.plain_attribute_loads(code)
+                                if LAYER.property_loads_skip_routing else ())
 
     def bind(self, slot_values):
         """Code with every placeholder replaced (see the class docstring)."""

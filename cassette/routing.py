@@ -138,6 +138,27 @@ def install(route, class_seen, note_class_seen):
     _route, _class_seen, _note_class_seen = route, class_seen, note_class_seen
 
 
+#: The names under which routing met a property with a Python getter (never
+#: replaced, only added to).
+PROPERTY_NAMES = set()
+_property_listeners = []
+
+
+def on_property_name(listener):
+    """Call ``listener(name)`` whenever a name joins :data:`PROPERTY_NAMES`,
+    before the getter found under it is routed (the core pins the loads of
+    that name, see :attr:`cassette.versions.common.Layer.
+    attribute_load_pin`)."""
+    _property_listeners.append(listener)
+
+
+def _note_property_name(name):
+    if name not in PROPERTY_NAMES:
+        PROPERTY_NAMES.add(name)
+        for listener in _property_listeners:
+            listener(name)
+
+
 def is_installed():
     """True when the core routes (never under the pure-Python runtime)."""
     return _route is not None
@@ -173,6 +194,8 @@ def _route_own_entries(klass):
                 continue
             _route_function(value if kind is _FunctionType else value.__func__, protocol)
         elif kind is property:
+            if type(value.fget) is _FunctionType and type(name) is str:
+                _note_property_name(name)
             _route_function(value.fget, True)
             _route_function(value.fset, True)
             _route_function(value.fdel, True)

@@ -693,6 +693,66 @@ def test_warm_sites_do_not_inline_python_protocol_code():
         assert counts == {"getitem": 2000, "property-get": 2000}
 
 
+class HoldsTheAttribute:
+    def __init__(self):
+        self.freshly_named_attribute = 1
+
+
+def sum_of_attributes(make, count):
+    total = 0
+    for item in [make() for _ in range(count)]:
+        total += item.freshly_named_attribute
+    return total
+
+
+def test_a_property_named_after_its_loads_were_rewritten_is_seen_on_every_load():
+    """Where the interpreter's property specialization skips routing
+    (3.14+), the core pins the loads of names some routed property has;
+    code bound before a property took the name has those loads pinned
+    when it does — also the code of a frame that is running — so every
+    load reaches the getter, however warm the site."""
+    ctx = Observer(metadata=[])
+    assert cassette.overdub(ctx, sum_of_attributes, HoldsTheAttribute, 2000) == 2000
+
+    class Late:
+        @property
+        def freshly_named_attribute(self):
+            seen("late-get")
+            return 2
+
+    expected = sum_of_attributes(Late, 2000)
+    assert expected == 4000
+    ctx = Observer(metadata=[])
+    assert cassette.overdub(ctx, sum_of_attributes, Late, 2000) == expected
+    counts = collections.Counter(tag for _kind, tag in ctx.metadata)
+    assert counts == ({} if PURE else {"late-get": 2000})
+
+
+def test_a_module_body_sees_the_getters_of_the_classes_it_defines():
+    """A module body is running when the classes it defines are made and
+    routed: its loads of their properties' names are pinned then, however
+    warm the site is already."""
+    source = (
+        "class Box:\n"
+        "    @property\n"
+        "    def body_level_property(self):\n"
+        "        seen('body-get')\n"
+        "        return 3\n"
+        "box = Box()\n"
+        "total = 0\n"
+        "for _ in range(2000):\n"
+        "    total += box.body_level_property\n")
+    code = compile(source, "<module body>", "exec")
+    plain = {"seen": seen}
+    exec(code, plain)
+    dubbed = {"seen": seen}
+    ctx = Observer(metadata=[])
+    cassette.overdub(ctx, exec, code, dubbed)
+    assert dubbed["total"] == plain["total"] == 6000
+    counts = collections.Counter(tag for _kind, tag in ctx.metadata)
+    assert counts == ({} if PURE else {"body-get": 2000})
+
+
 def test_routing_changes_no_object_the_program_can_observe():
     add, code = Num.__add__, Num.__add__.__code__
     getter = Point.__dict__["x"].fget

@@ -59,3 +59,21 @@ def test_import_cassette_on_an_unsupported_release_fails_cleanly(tmp_path):
     assert first.startswith("ImportError: cassette supports CPython 3.11")
     assert "this is cpython 3.16" in first
     assert second == "[]"
+
+
+@pytest.mark.skipif(not versions.LAYER.property_loads_skip_routing,
+                    reason="this release's property loads call a routed getter's entry")
+def test_the_attribute_loads_a_layer_finds_are_those_dis_shows():
+    # Far enough into the names that some loads need EXTENDED_ARG.
+    names = [f"attribute_{i}" for i in range(300)]
+    source = "def reads(o):\n    return [" + ", ".join(
+        f"o.{name}" if i % 7 else f"o.{name}()" for i, name in enumerate(names)) + "]\n"
+    namespace = {}
+    exec(compile(source, "<attribute loads>", "exec"), namespace)
+    code = namespace["reads"].__code__
+    import dis
+    expected = tuple((instr.offset // 2, instr.argval) for instr in dis.get_instructions(code)
+                     if instr.opname == "LOAD_ATTR" and not instr.arg & 1)
+    assert len(expected) == 300 - len(range(0, 300, 7))
+    assert any(instr.opname == "EXTENDED_ARG" for instr in dis.get_instructions(code))
+    assert versions.LAYER.plain_attribute_loads(code) == expected

@@ -197,6 +197,47 @@ static inline int cassette_route_protocol_function(PyFunctionObject *f, vectorca
 }
 
 
+/* -- pinned attribute loads ------------------------------------------------ */
+
+/* Releases whose specialized property load pushes a getter's frame without
+   its vectorcall entry (3.14+) give Layer.attribute_load_pin at install:
+   LOAD_ATTR's opcode, LOAD_ATTR_PROPERTY's, the opcodes that may stand
+   where a LOAD_ATTR was compiled, and an adaptive counter value that never
+   triggers.  Pinning a load keeps it generic for good: a generic load
+   calls a property's getter through its vectorcall entry, which routing
+   owns.  A code unit is two bytes, opcode then oparg, and a LOAD_ATTR's
+   first cache entry (the next unit) is its adaptive counter; the
+   interpreter writes both when it specializes. */
+static int cassette_load_attr_opcode = -1;
+static int cassette_load_attr_property_opcode = -1;
+static uint16_t cassette_never_triggers = 0;
+static unsigned char cassette_pinnable_opcodes[256];
+
+static void cassette_install_attribute_load_pin(int load_attr, int property, int never) {
+    cassette_load_attr_opcode = load_attr;
+    cassette_load_attr_property_opcode = property;
+    cassette_never_triggers = (uint16_t)never;
+}
+
+static void cassette_allow_pinning(int opcode) {
+    if (opcode >= 0 && opcode < 256) cassette_pinnable_opcodes[opcode] = 1;
+}
+
+/* Pin the attribute load at code unit `unit` of `code`: 1 if done, 0 if
+   pinning is not installed or that unit holds no LOAD_ATTR. */
+static int cassette_pin_attribute_load(PyObject *code, Py_ssize_t unit) {
+    if (cassette_load_attr_opcode < 0 || Py_TYPE(code) != &PyCode_Type) return 0;
+    PyCodeObject *co = (PyCodeObject *)code;
+    if (unit < 0 || unit + 1 >= Py_SIZE(co)) return 0;
+    unsigned char *instr = (unsigned char *)co->co_code_adaptive + 2 * unit;
+    if (!cassette_pinnable_opcodes[instr[0]]) return 0;
+    if (instr[0] == cassette_load_attr_property_opcode)
+        instr[0] = (unsigned char)cassette_load_attr_opcode;
+    memcpy(instr + 2, &cassette_never_triggers, sizeof cassette_never_triggers);
+    return 1;
+}
+
+
 /* -- vectorcall entries ---------------------------------------------------- */
 
 /* The entry the interpreter calls a Python function through (its

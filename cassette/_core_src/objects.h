@@ -221,33 +221,4 @@ static PyObject *cassette_propagation_slot(PyObject *site) {
     return PyCFunction_NewEx(&cassette_propagation_slot_def, site, NULL);
 }
 
-/* The constant rewritten code calls after an attribute load it spells as
-   a method load (Layer.attribute_load_past_properties), as
-   [this, self or NULL, found or value] CALL 1: called with the value
-   alone, the attribute is that value; called with self and what was
-   found on its class (a function, a method descriptor), the attribute
-   is what was found, bound to self. */
-static PyObject *cassette_attribute_value(PyObject *unused, PyObject *const *args,
-                                          Py_ssize_t nargs) {
-    (void)unused;
-    if (nargs == 1) return Py_NewRef(args[0]);
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError,
-                     "cassette's attribute_value takes 1 or 2 arguments, got %zd", nargs);
-        return NULL;
-    }
-    PyObject *self = args[0], *found = args[1];
-    descrgetfunc get = Py_TYPE(found)->tp_descr_get;
-    if (get == NULL) return Py_NewRef(found);
-    return get(found, self, (PyObject *)Py_TYPE(self));
-}
-
-static PyMethodDef cassette_attribute_value_def = {
-    "attribute_value", (PyCFunction)(void(*)(void))cassette_attribute_value, METH_FASTCALL,
-    "attribute_value(value) -> value; attribute_value(self, found) -> found bound to self."};
-
-static PyObject *cassette_attribute_value_slot(void) {
-    return PyCFunction_NewEx(&cassette_attribute_value_def, NULL, NULL);
-}
-
 #endif  /* CASSETTE_CORE_OBJECTS_H */

@@ -33,6 +33,62 @@ cdef object _redirect(object runtime, object func, PyObject **args, size_t nargs
 cdef tuple _ACTING_CODES = callables.acting_for_program_codes()
 
 
+# -- pinned attribute loads (Layer.attribute_load_pin; 3.14+) ----------------
+#
+# Each code object bound from a template pins its loads of names some
+# property with a routed getter has; the loads of other names are watched
+# (weakly), to be pinned when a property takes their name.
+
+cdef set _PROPERTY_NAMES = routing.PROPERTY_NAMES
+# (weak reference to a bound code object, its Template.attribute_loads)
+cdef list _watched = []
+cdef Py_ssize_t _watched_limit = 1024
+cdef set _watched_names = set()
+
+
+cdef _watch_attribute_loads(code, tuple loads):
+    global _watched, _watched_limit
+    cdef bint watch = False
+    for unit, name in loads:
+        if name in _PROPERTY_NAMES:
+            cassette_pin_attribute_load(code, unit)
+        else:
+            watch = True
+            _watched_names.add(name)
+    if watch:
+        if len(_watched) >= _watched_limit:
+            _watched = [entry for entry in _watched
+                        if cassette_weakref_target((<tuple>entry)[0]) != <PyObject *>None]
+            _watched_limit = max(1024, 2 * len(_watched))
+        _watched.append((PyWeakref_NewRef(code, None), loads))
+
+
+def _pin_loads_of(name):
+    """Pin every watched load of ``name`` (routing.on_property_name)."""
+    cdef PyObject *code
+    if name not in _watched_names:
+        return
+    for ref, loads in _watched:
+        code = cassette_weakref_target(ref)
+        if code == NULL:
+            PyErr_Clear()
+        elif code != <PyObject *>None:
+            for unit, loaded in loads:
+                if loaded == name:
+                    cassette_pin_attribute_load(<object>code, unit)
+
+
+cdef _install_attribute_load_pin():
+    pin = LAYER.attribute_load_pin
+    if pin is None:
+        return
+    load_attr, load_attr_property, opcodes, never = pin
+    for opcode in opcodes:
+        cassette_allow_pinning(opcode)
+    cassette_install_attribute_load_pin(load_attr, load_attr_property, never)
+    routing.on_property_name(_pin_loads_of)
+
+
 
 
 def route(function, protocol=False):

@@ -41,9 +41,6 @@ def _on_generation_change(Py_ssize_t generation):
     _generation = generation
 
 
-
-cdef object _ATTRIBUTE_VALUE = cassette_attribute_value_slot()
-
 # Slots whose value is a method of the runtime (the rest are operations).
 cdef dict _STRUCTURAL = STRUCTURAL_SLOTS
 
@@ -409,14 +406,6 @@ cdef class Runtime:
         stopped, and it must not fail there for cassette's work."""
         cassette_own_call(_remove_library_entries, exception, None, 1)
 
-    @property
-    def attribute_value(self):
-        """The slot of the attribute loads no context intercepts, where the
-        interpreter's property loads skip routing (``cassette.rewrite.
-        ATTRIBUTE_LOAD``): the same C function for every runtime, since it
-        only turns a method load back into the attribute."""
-        return _ATTRIBUTE_VALUE
-
     def route_annotate(self, owner):
         """Before rewritten code reads ``owner.__annotations__``: route the
         ``__annotate__`` function that reading calls from C (PEP 649)."""
@@ -481,6 +470,9 @@ cdef class Runtime:
         that is new (the template had slots) is noted for ``adopt``, and
         ``escapes`` (the code is handed to the user) rules adoption out."""
         code = template.bind(self.slot)
+        loads = template.attribute_loads
+        if loads:
+            _watch_attribute_loads(code, loads)
         if escapes:
             self._handed_out = True
         elif code is not template.code:

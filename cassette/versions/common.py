@@ -129,9 +129,19 @@ class Layer:
     site_lookahead = 3
     #: True when the interpreter's specialized property load pushes the
     #: getter's frame after checking only the class (3.14+): a routed
-    #: getter's retired version no longer stops it, so attribute loads in
-    #: rewritten code take :meth:`attribute_load_past_properties` instead.
+    #: getter's retired version no longer stops it, so the core *pins* the
+    #: attribute loads of rewritten code that may reach a routed getter
+    #: (:meth:`plain_attribute_loads`, :attr:`attribute_load_pin`).
     property_loads_skip_routing = False
+    #: Where :attr:`property_loads_skip_routing`: ``(LOAD_ATTR's opcode,
+    #: LOAD_ATTR_PROPERTY's, the opcodes that may stand where a LOAD_ATTR
+    #: was compiled — its specializations and the instrumented ones — and
+    #: an adaptive counter value that never triggers specialization)``.
+    #: The core pins a load by writing that counter into its first cache
+    #: entry (and undoing LOAD_ATTR_PROPERTY): the load stays generic, and
+    #: a generic load calls a property's getter through its vectorcall
+    #: entry, which routing owns.
+    attribute_load_pin = None
     #: True when a generator expression's function is passed the iterable
     #: and makes the iterator itself (3.15), not passed the iterator.
     generator_expressions_take_iterable = False
@@ -258,16 +268,6 @@ class Layer:
         instructions leave it, with ``exit`` where the block's end calls it."""
         return self.call_constant(slot, 1, location) + [
             Instr("UNPACK_SEQUENCE", 2, location=location)]
-
-    def attribute_load_past_properties(self, name, value_of, location):
-        """Instructions loading attribute ``name`` of the object on top of
-        the stack as ``LOAD_ATTR`` does, in a form the property
-        specialization refuses: a method load, which leaves ``[found,
-        self]`` or ``[value, NULL]``, then ``value_of`` called as
-        ``value_of(value)`` or ``value_of(self, found)``, which returns the
-        attribute (binding ``found``).  Only layers with
-        :attr:`property_loads_skip_routing` need it."""
-        raise NotImplementedError(f"CPython {self.version} checks a property getter's version")
 
     def is_generator_expression(self, code):
         """True when ``code`` (a constant) is a generator expression's (not

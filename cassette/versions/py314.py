@@ -3,6 +3,8 @@ methods with LOAD_SPECIAL and keeps ``[exit, self, value]`` on the stack,
 CALL_FUNCTION_EX always has a keyword slot (NULL without ``**``), loops pop
 their iterator with POP_ITER, and template strings build interpolations."""
 
+import dis
+
 from bytecode import CellVar, ConcreteBytecode, ConcreteInstr, Instr
 from bytecode.instr import SpecialMethod
 
@@ -31,6 +33,10 @@ class Interpolation(Instr):
             raise TypeError(f"BUILD_INTERPOLATION takes an int in 0..15, not {arg!r}")
 
 
+_LOAD_ATTR = bytes([dis.opmap["LOAD_ATTR"]])
+_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
+
+
 class Layer314(Layer313):
     version = (3, 14)
     sites_read_following = frozenset({"TO_BOOL", "LOAD_SPECIAL"})
@@ -42,14 +48,35 @@ class Layer314(Layer313):
                      "LOAD_FAST_BORROW_LOAD_FAST_BORROW": "LOAD_FAST_LOAD_FAST",
                      "LOAD_SMALL_INT": "LOAD_CONST"}
 
-    def attribute_load_past_properties(self, name, value_of, location):
-        # The method load leaves [found, self] or [value, NULL]; under
-        # value_of that is the call's self-or-NULL slot:
-        # [value_of, self|NULL, found|value] CALL 1.
-        return [Instr("LOAD_ATTR", (True, name), location=location),
-                Instr("LOAD_CONST", value_of, location=location),
-                Instr("SWAP", 3, location=location),
-                Instr("CALL", 1, location=location)]
+    attribute_load_pin = (
+        dis.opmap["LOAD_ATTR"], dis._specialized_opmap["LOAD_ATTR_PROPERTY"],
+        frozenset([dis.opmap["LOAD_ATTR"], dis.opmap["INSTRUMENTED_LINE"],
+                   dis.opmap["INSTRUMENTED_INSTRUCTION"]]
+                  + [dis._specialized_opmap[name] for name in dis._specializations["LOAD_ATTR"]]),
+        # pycore_backoff.h: a 12-bit value over a 4-bit backoff; a backoff
+        # of 15 (UNREACHABLE_BACKOFF) never reaches a value of zero.
+        15)
+
+    def plain_attribute_loads(self, code):
+        """``(code unit, name)`` of each ``LOAD_ATTR`` of ``code`` that loads
+        an attribute (not a method: its oparg's low bit is clear), the
+        positions :attr:`attribute_load_pin` applies to."""
+        raw = code.co_code
+        names = code.co_names
+        loads = []
+        position = raw.find(_LOAD_ATTR)
+        while position >= 0:
+            if not position & 1:
+                arg = raw[position + 1]
+                shift, before = 8, position - 2
+                while before >= 0 and raw[before] == _EXTENDED_ARG:
+                    arg |= raw[before + 1] << shift
+                    shift += 8
+                    before -= 2
+                if not arg & 1:
+                    loads.append((position >> 1, names[arg >> 1]))
+            position = raw.find(_LOAD_ATTR, position + 1)
+        return tuple(loads)
 
     def bytecode_of(self, code):
         concrete = ConcreteBytecode.from_code(code)

@@ -20,6 +20,9 @@ class Layer315(Layer314):
     sites_read_following = Layer314.sites_read_following | {"GET_ITER"}
     iterator_depth = 2
     generator_expressions_take_iterable = True
+    # pycore_backoff.h: a 13-bit value over a 3-bit backoff; 7 is the
+    # backoff that never reaches a value of zero.
+    attribute_load_pin = Layer314.attribute_load_pin[:3] + (7,)
 
     def bytecode_of(self, code):
         bytecode = super().bytecode_of(code)
