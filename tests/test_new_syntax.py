@@ -326,3 +326,30 @@ def test_a_generator_expression_calls_iter_once_on_every_release():
     order = [getattr(f, "__name__", None) for f, _ in calls.metadata]
     order = [name for name in order if name in ("iter", "<genexpr>")]
     assert order == ["iter", "<genexpr>", "iter", "<genexpr>"]
+
+
+def test_a_generator_expression_with_inner_async_loops_gets_its_iterator():
+    # An ``async for`` inside makes a generator expression an asynchronous
+    # generator even when its outermost loop is a plain ``for`` (3.15's
+    # test_coroutines.test_nested_comp): its caller makes that loop's
+    # iterator all the same; with an outermost ``async for`` it does not.
+    async def numbers(values):
+        for value in values:
+            yield value
+
+    async def program():
+        nested = ([i + j async for i in numbers([1, 2])] for j in [10, 20])
+        outer = (x * 2 async for x in numbers([3, 4]))
+        return [x async for x in nested], [x async for x in outer]
+
+    def run(coroutine):
+        try:
+            coroutine.send(None)
+        except StopIteration as stop:
+            return stop.value
+        raise AssertionError("the program awaited something")
+
+    calls = Calls(metadata=[])
+    expected = run(program())
+    assert expected == ([[11, 12], [21, 22]], [6, 8])
+    assert run(cassette.overdub(calls, program)) == expected

@@ -16,8 +16,9 @@ Usage (from anywhere; paths are relative to the repository root)::
     For each of Python 3.11, 3.12, 3.13, 3.14 and 3.15: creates or reuses
     ``.venv/<X.Y>``, installs cassette editable with the ``test`` extra, and
     runs ``python -m pytest tests/`` twice: once with the Cython core and once
-    with ``CASSETTE_PURE_PYTHON=1`` (the pure-Python runtime).  The runs go
-    one per core at a time (at most four; ``--jobs N`` sets it), each run's
+    with ``CASSETTE_PURE_PYTHON=1`` (the pure-Python runtime).  The installs,
+    then the runs, go one per core at a time (at most four; ``--jobs N`` sets
+    it), each run's
     output printed whole under its header when it ends (with one job, live).
     At the end a table summarises the runs, and the last line printed
     is exactly ``N passed, M failed`` totalled over all runs (CI reads it).
@@ -545,7 +546,8 @@ def run_versions(versions, jobs, pytest_args, mounts):
     the order of the versions."""
     runs = []           # (title, label, python, pure) of each run to make
     failed = {}         # index in the table -> RunResult of a version that could not run
-    debian_mounted = False
+    found = []          # (version, interpreter, error): discovery goes one at a time,
+    debian_mounted = False      # since the first Debian one may build the root
     for version in versions:
         try:
             interp = find_interpreter(version)
@@ -554,7 +556,20 @@ def run_versions(versions, jobs, pytest_args, mounts):
                 debian_mounted = True
             say("dev.py: Python %s is %s (%s)"
                 % (version, interp.executable, interp.full_version))
-            python = ensure_installed(interp, ["test"])
+            found.append((version, interp, None))
+        except DevError as exc:
+            found.append((version, None, exc))
+    # The installs go `jobs` at a time: each builds its own extension
+    # (setup.py keeps Cython's output apart per interpreter).
+    import concurrent.futures
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        installs = [pool.submit(ensure_installed, interp, ["test"]) if interp else None
+                    for _, interp, _ in found]
+    for (version, interp, error), install in zip(found, installs):
+        try:
+            if error is not None:
+                raise error
+            python = install.result()
         except DevError as exc:
             say("dev.py: ERROR: %s" % exc)
             for core, _ in RUN_KINDS:

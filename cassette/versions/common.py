@@ -20,8 +20,6 @@ spells a call sequence for a particular version.
 
 import dis
 import enum
-import inspect
-import types
 
 from bytecode import Bytecode, Instr, Label
 
@@ -270,11 +268,12 @@ class Layer:
             Instr("UNPACK_SEQUENCE", 2, location=location)]
 
     def is_generator_expression(self, code):
-        """True when ``code`` (a constant) is a generator expression's (not
-        an asynchronous one's)."""
-        return (type(code) is types.CodeType and code.co_name == "<genexpr>"
-                and code.co_varnames[:1] == (".0",)
-                and not code.co_flags & inspect.CO_ASYNC_GENERATOR)
+        """True when ``code`` (a constant) is that of a generator expression
+        whose outermost loop is a ``for``, not an ``async for`` (the inner
+        ones may be either).  Only layers with
+        :attr:`generator_expressions_take_iterable` need it."""
+        raise NotImplementedError(f"CPython {self.version} passes a generator expression "
+                                  "its iterator")
 
     def iterator_made(self, location):
         """Instructions after a slot that replaced ``GET_ITER`` left the

@@ -48,14 +48,20 @@ class Layer314(Layer313):
                      "LOAD_FAST_BORROW_LOAD_FAST_BORROW": "LOAD_FAST_LOAD_FAST",
                      "LOAD_SMALL_INT": "LOAD_CONST"}
 
-    attribute_load_pin = (
-        dis.opmap["LOAD_ATTR"], dis._specialized_opmap["LOAD_ATTR_PROPERTY"],
-        frozenset([dis.opmap["LOAD_ATTR"], dis.opmap["INSTRUMENTED_LINE"],
-                   dis.opmap["INSTRUMENTED_INSTRUCTION"]]
-                  + [dis._specialized_opmap[name] for name in dis._specializations["LOAD_ATTR"]]),
-        # pycore_backoff.h: a 12-bit value over a 4-bit backoff; a backoff
-        # of 15 (UNREACHABLE_BACKOFF) never reaches a value of zero.
-        15)
+    # pycore_backoff.h: a 12-bit value over a 4-bit backoff; a backoff of 15
+    # (UNREACHABLE_BACKOFF) never reaches a value of zero.
+    never_triggering_counter = 15
+
+    @property
+    def attribute_load_pin(self):
+        # (A property: the opcodes are the running interpreter's, and this
+        # module is imported on every release by the layer tests.)
+        specialized = dis._specialized_opmap
+        return (dis.opmap["LOAD_ATTR"], specialized["LOAD_ATTR_PROPERTY"],
+                frozenset([dis.opmap["LOAD_ATTR"], dis.opmap["INSTRUMENTED_LINE"],
+                           dis.opmap["INSTRUMENTED_INSTRUCTION"]]
+                          + [specialized[name] for name in dis._specializations["LOAD_ATTR"]]),
+                self.never_triggering_counter)
 
     def plain_attribute_loads(self, code):
         """``(code unit, name)`` of each ``LOAD_ATTR`` of ``code`` that loads

@@ -5,6 +5,9 @@ pops; ``GET_ITER`` with a nonzero argument begins a ``yield from``;
 ``None``, ``True``, ``False``, ``''`` and ``-1`` load with
 ``LOAD_COMMON_CONSTANT``."""
 
+import dis
+import types
+
 from bytecode import Instr
 
 from .common import GIVEN_ITERATOR, Site
@@ -22,7 +25,7 @@ class Layer315(Layer314):
     generator_expressions_take_iterable = True
     # pycore_backoff.h: a 13-bit value over a 3-bit backoff; 7 is the
     # backoff that never reaches a value of zero.
-    attribute_load_pin = Layer314.attribute_load_pin[:3] + (7,)
+    never_triggering_counter = 7
 
     def bytecode_of(self, code):
         bytecode = super().bytecode_of(code)
@@ -33,6 +36,20 @@ class Layer315(Layer314):
                 bytecode[index] = Instr("LOAD_CONST", _COMMON_VALUES[instr.arg],
                                         location=instr.location)
         return bytecode
+
+    def is_generator_expression(self, code):
+        # Its prologue makes the iterator: GET_ITER 0 for a ``for``,
+        # GET_AITER for an ``async for``, before RETURN_GENERATOR.  (An
+        # inner ``async for`` makes it an asynchronous generator all the same.)
+        if not (type(code) is types.CodeType and code.co_name == "<genexpr>"
+                and code.co_varnames[:1] == (".0",)):
+            return False
+        before = None
+        for instr in dis.get_instructions(code):
+            if instr.opname == "RETURN_GENERATOR":
+                return before is not None and before.opname == "GET_ITER" and before.arg == 0
+            before = instr
+        return False
 
     def iterator_made(self, location):
         # An iterator made by the slot is a real one: its index slot is NULL.
