@@ -243,6 +243,12 @@ class Runtime:
             _drop_library_entries(exception)
             raise
 
+    def entry_of(self, manager):
+        """``with manager`` where the layer calls the entry as a method
+        (``Layer.enter_with``'s ``entry_slot``, 3.15): an object whose
+        ``__enter__()`` is ``enter(manager)``."""
+        return WithEntry(self, manager)
+
     def async_enter(self, manager):
         """``async with manager``: ``(awaitable of __aenter__, exit callable)``."""
         try:
@@ -545,6 +551,27 @@ class Exit:
         try:
             return self.runtime.call_special(
                 self.method, self.manager, exc_type, exc_value, traceback)
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
+
+
+class WithEntry:
+    """What a rewritten ``with`` enters on 3.15 (``Runtime.entry_of``): its
+    ``__enter__`` makes the entry of the manager.  (The core's is C code,
+    which 3.15 lets the interrupt of a manager's ``__enter__`` wait until the
+    block; this one is Python code, which takes it before.)"""
+
+    __slots__ = ("runtime", "manager")
+
+    def __init__(self, runtime, manager):
+        self.runtime = runtime
+        self.manager = manager
+
+    @callables.acts_for_program
+    def __enter__(self):
+        try:
+            return self.runtime.enter(self.manager)
         except BaseException as exception:
             _drop_library_entries(exception)
             raise

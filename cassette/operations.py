@@ -128,7 +128,7 @@ SPECIAL_METHODS.update({
 #: operations: slot name -> method name.  Both runtimes serve them.
 STRUCTURAL_SLOTS = {
     "resolve": "resolve", "method": "method", "split": "split",
-    "for": "next_step", "with": "enter", "async_with": "async_enter",
+    "for": "next_step", "with": "enter", "with_entry": "entry_of", "async_with": "async_enter",
     "caught": "caught", "nooverdub": "nooverdub", "annotations": "route_annotate",
 }
 

@@ -339,7 +339,10 @@ def _emit_site(site, instr, tags, out, tagging=False):
     if kind == ANNOTATIONS_LOAD:
         out.append(instr)
         return True
-    if kind == "with" or kind == "async_with":
+    if kind == "with":
+        out += LAYER.enter_with(Slot(kind), loc, Slot("with_entry"))
+        return True
+    if kind == "async_with":
         out += LAYER.enter_with(Slot(kind), loc)
         return True
     if kind == "iter" and site.detail == GIVEN_ITERATOR:

@@ -385,6 +385,15 @@ cdef class Runtime:
         """``with manager``: ``(value of __enter__, exit callable)``."""
         return self._enter(manager, "__enter__", "__exit__", engine.native_with_error)
 
+    def entry_of(self, manager):
+        """``with manager`` where the layer calls the entry as a method
+        (``Layer.enter_with``'s ``entry_slot``, 3.15): an object whose
+        ``__enter__()`` is ``enter(manager)``."""
+        cdef WithEntry entry = WithEntry.__new__(WithEntry)
+        entry.runtime = self
+        entry.manager = manager
+        return entry
+
     def async_enter(self, manager):
         """``async with manager``: ``(awaitable of __aenter__, exit callable)``."""
         return self._enter(manager, "__aenter__", "__aexit__",

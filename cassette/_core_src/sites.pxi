@@ -120,6 +120,22 @@ cdef class Exit:
             self.method, self.manager, (exc_type, exc_value, traceback))
 
 
+cdef class WithEntry:
+    """What a rewritten ``with`` enters on 3.15 (``Runtime.entry_of``):
+    its ``__enter__`` — a C method, called straight after the
+    ``LOAD_SPECIAL`` that loads it, where 3.15 takes no interrupt — makes
+    the entry of the manager, so an interrupt arriving during the manager's
+    own ``__enter__`` is taken inside the block, as plainly."""
+
+    cdef Runtime runtime
+    cdef object manager
+
+    def __enter__(self):
+        manager = self.manager
+        self.manager = None
+        return self.runtime.enter(manager)
+
+
 cdef object _exit_vectorcall(object exit_, PyObject **args, size_t nargsf, PyObject *kwnames):
     cdef Exit self = <Exit>exit_
     if kwnames is not NULL or PyVectorcall_NARGS(nargsf) != 3:

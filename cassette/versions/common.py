@@ -259,11 +259,16 @@ class Layer:
         instruction after it (``KW_NAMES`` belongs to its call)."""
         return instr.name == "KW_NAMES"
 
-    def enter_with(self, slot, location):
+    def enter_with(self, slot, location, entry_slot=None):
         """Instructions that replace a ``with``/``async with`` entry site:
         call ``slot`` with the context manager on top of the stack; it
         returns ``(value, exit)``, and the stack must end as the original
-        instructions leave it, with ``exit`` where the block's end calls it."""
+        instructions leave it, with ``exit`` where the block's end calls it.
+        ``entry_slot`` (a ``with``'s, not an ``async with``'s) is another
+        way to the same: called with the manager, it returns an object
+        whose ``__enter__()`` returns ``(value, exit)`` — for releases that
+        take no interrupt right after a call of a method ``LOAD_SPECIAL``
+        loaded (3.15), see :class:`~cassette.versions.py315.Layer315`."""
         return self.call_constant(slot, 1, location) + [
             Instr("UNPACK_SEQUENCE", 2, location=location)]
 

@@ -1,7 +1,9 @@
 """CPython 3.14: subscripts are a BINARY_OP, ``with`` loads its special
 methods with LOAD_SPECIAL and keeps ``[exit, self, value]`` on the stack,
 CALL_FUNCTION_EX always has a keyword slot (NULL without ``**``), loops pop
-their iterator with POP_ITER, and template strings build interpolations."""
+their iterator with POP_ITER, template strings build interpolations, and
+the specialized property load pushes a getter's frame without calling it
+(the core pins the loads that may reach a routed getter)."""
 
 import dis
 
@@ -157,7 +159,7 @@ class Layer314(Layer313):
             return None
         return Site(kind, span=5)
 
-    def enter_with(self, slot, location):
+    def enter_with(self, slot, location, entry_slot=None):
         code = [Instr("POP_TOP", location=location)]
         code += self.call_constant(slot, 1, location)
         code += [Instr("UNPACK_SEQUENCE", 2, location=location),

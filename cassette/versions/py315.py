@@ -3,12 +3,15 @@ and NULL, or a list or tuple and the index of its next item (a *virtual*
 iterator, never an object) — which ``FOR_ITER`` reads and ``POP_ITER``
 pops; ``GET_ITER`` with a nonzero argument begins a ``yield from``;
 ``None``, ``True``, ``False``, ``''`` and ``-1`` load with
-``LOAD_COMMON_CONSTANT``."""
+``LOAD_COMMON_CONSTANT``; a generator expression makes its own iterator;
+and the call right after a ``LOAD_SPECIAL`` (a ``with``'s ``__enter__``)
+takes no interrupt, so ``__exit__`` runs for one that arrives meanwhile."""
 
 import dis
 import types
 
 from bytecode import Instr
+from bytecode.instr import SpecialMethod
 
 from .common import GIVEN_ITERATOR, Site
 from .py314 import Layer314
@@ -36,6 +39,23 @@ class Layer315(Layer314):
                 bytecode[index] = Instr("LOAD_CONST", _COMMON_VALUES[instr.arg],
                                         location=instr.location)
         return bytecode
+
+    def enter_with(self, slot, location, entry_slot=None):
+        # 3.15 takes no interrupt after a call whose code unit before is a
+        # LOAD_SPECIAL (gh-148874): one that arrives during __enter__ is
+        # taken in the block, which calls __exit__.  The slot's entry is
+        # called that way too: [manager] -> [entry] -> LOAD_SPECIAL
+        # __enter__ -> CALL 0 -> (value, exit).
+        if entry_slot is None:
+            return super().enter_with(slot, location)
+        code = [Instr("POP_TOP", location=location)]
+        code += self.call_constant(entry_slot, 1, location)
+        code += [Instr("LOAD_SPECIAL", SpecialMethod.ENTER, location=location),
+                 Instr("CALL", 0, location=location),
+                 Instr("UNPACK_SEQUENCE", 2, location=location),
+                 Instr("PUSH_NULL", location=location),
+                 Instr("SWAP", 2, location=location)]
+        return code
 
     def is_generator_expression(self, code):
         # Its prologue makes the iterator: GET_ITER 0 for a ``for``,
