@@ -373,11 +373,8 @@ class Selector:
         When the choice depends on the argument types alone (no argtype is
         an ABC or a protocol object): the cache ``select`` fills, a dict from
         a key to the handler (or ``None``), which a runtime may read before
-        calling ``select``.  Otherwise ``None``.  The key is the tuple of
-        the positional arguments' types, followed by
-        ``own_mask(ctx, args)`` when that is not 0 (a value's type does not
-        tell which context's tag it carries; ``cassette.Tagged`` argtypes
-        match only the running context's).
+        calling ``select``.  Otherwise ``None``.  The key is
+        :func:`selection_key`'s.
     ``candidates``
         Every handler considered, most specific first (for introspection).
     """
@@ -450,9 +447,7 @@ class Selector:
                     key = (type(args[0]), type(args[1]), type(args[2]))
                 else:
                     key = tuple(map(type, args))
-                mask = own_mask(ctx, args)
-                if mask:
-                    key += (mask,)
+                key = selection_key(ctx, args, key)
                 found = get(key, miss)
                 if found is not miss:
                     return found
@@ -466,10 +461,7 @@ class Selector:
                 if current != token[0]:          # an ABC registered a virtual subclass
                     cache.clear()
                     token[0] = current
-                key = tuple(map(type, args))
-                mask = own_mask(ctx, args)
-                if mask:
-                    key += (mask,)
+                key = selection_key(ctx, args, tuple(map(type, args)))
                 found = get(key, miss)
                 if found is not miss:
                     return found
@@ -729,6 +721,19 @@ def own_mask(ctx, args):
     return 0
 
 
+def selection_key(ctx, args, types):
+    """The key of a selector's cache (:attr:`Selector.by_types`) for the
+    positional ``args`` of types ``types``: ``types`` itself, until the
+    tagging layer is installed (:func:`install_tagging`).  With it, each
+    argument tagged with respect to ``ctx`` is keyed by the type of the
+    value it wraps, and the key ends with :func:`own_mask` when that is not
+    0: a tagged value's own type is made per tag, and every call of a tool
+    (a derivative) makes a tag, while what a handler's argtypes match is
+    the same for each (``cassette.Tagged`` argtypes match only the running
+    context's tagged values, whatever their tag)."""
+    return types
+
+
 def _untag_arguments(ctx, args, kwargs):
     """Return ``(args, kwargs)`` with every tagged value replaced by its primal.
 
@@ -785,7 +790,7 @@ def record_parts(ctx, sequence, parts):
 TAGGING_SLOTS = {}
 
 
-def install_tagging(*, tagged, own_mask, untag_arguments, sees_tags):
+def install_tagging(*, tagged, own_mask, selection_key, untag_arguments, sees_tags):
     """Plug the tagging layer (``cassette.tagging``, which builds on this
     module) into dispatch: the base class of tagged values, the functions
     above that depend on tags, and the functions that see their arguments'
@@ -794,6 +799,7 @@ def install_tagging(*, tagged, own_mask, untag_arguments, sees_tags):
     TAGGED = tagged
     _untag_arguments = untag_arguments
     globals()["own_mask"] = own_mask
+    globals()["selection_key"] = selection_key
     SEES_TAGS.update(sees_tags)
 
 

@@ -656,7 +656,25 @@ def own_mask(ctx, args):
     return mask
 
 
+def selection_key(ctx, args, types):
+    """See ``dispatch.selection_key``."""
+    tag_ = getattr(ctx, "tag", None)
+    if tag_ is None:
+        return types
+    mask = 0
+    bit = 1
+    for index, a in enumerate(args):
+        if tag_of(a) is tag_:
+            if not mask:
+                types = list(types)
+            types[index] = type(object.__getattribute__(a, _VALUE))
+            mask |= bit
+        bit <<= 1
+    return tuple(types) + (mask,) if mask else types
+
+
 _dispatch.install_tagging(
-    tagged=Tagged, own_mask=own_mask, untag_arguments=untag_arguments,
+    tagged=Tagged, own_mask=own_mask, selection_key=selection_key,
+    untag_arguments=untag_arguments,
     sees_tags=(tag, untag, istagged, metadata, hasmetadata, metameta, hasmetameta)
     + _python_api)

@@ -337,3 +337,47 @@ def test_tagged_argtypes_match_values_tagged_by_the_running_context_only(argtype
         assert seen == [1.0]
     finally:
         cassette.execute.unregister(rule)
+
+
+class Doubling(cassette.Context):
+    """Floats carry floats; ``*`` of two numbers the context tagged doubles
+    the product's metadata, and one with a plain number keeps it."""
+
+    @classmethod
+    def metadatatype(cls, T):
+        return float if T is float else None
+
+
+@cassette.execute.register(Doubling, operator.mul, Tagged, Tagged)
+def _both_tagged(ctx, f, a, b):
+    return tag(untag(a, ctx) * untag(b, ctx), ctx, 2 * metadata(a, ctx))
+
+
+@cassette.execute.register(Doubling, operator.mul, Tagged, object)
+def _left_tagged(ctx, f, a, b):
+    return tag(untag(a, ctx) * b, ctx, metadata(a, ctx))
+
+
+def square(x):
+    return x * x
+
+
+def tripled(x):
+    return x * 3.0
+
+
+def test_a_handler_chosen_by_argument_types_is_chosen_once_for_every_tag():
+    """Each run of a tool makes a tag, and with it new types for its tagged
+    values; which handler their types select does not depend on the tag,
+    and the selector's cache keys them by the values they wrap."""
+    selector = cassette.dispatch.plan(Doubling, operator.mul).execute
+    sizes = []
+    for run in range(3):
+        ctx = enabletagging(Doubling(), square)
+        out = cassette.overdub(ctx, square, tag(2.0, ctx, 1.5))
+        assert (untag(out, ctx), metadata(out, ctx)) == (4.0, 3.0)
+        out = cassette.overdub(ctx, tripled, tag(2.0, ctx, 1.5))
+        assert (untag(out, ctx), metadata(out, ctx)) == (6.0, 1.5)
+        if selector.by_types is not None:
+            sizes.append(len(selector.by_types))
+    assert sizes == [] or sizes[0] == sizes[-1] > 0

@@ -12,10 +12,17 @@ cdef tuple _MASKS = tuple(range(8))     # own masks of up to three operands
 
 
 cdef inline tuple _by_types_key(tuple types, long mask):
-    """The key of ``Selector.by_types`` (as ``Selector.select`` builds it):
-    the arguments' types, then the mask of those the context tagged (see
-    ``_owned``) when there are any."""
+    """The key of ``Selector.by_types`` (``dispatch.selection_key``):
+    ``types`` — each argument's type, or for one the context tagged the
+    type of the value it wraps (``_selection_type``) — then the mask of
+    those the context tagged (see ``_owned``) when there are any."""
     return types + (mask,) if mask else types
+
+
+cdef inline object _selection_type(object value, long owned):
+    """The type ``value`` has in a selector's key: that of the value it
+    wraps when the context tagged it (``owned``), else its own."""
+    return type(_value_of(value)) if owned else type(value)
 
 
 cdef object _select(object fixed, object selector, dict by_types, object tag, object ctx,
@@ -28,21 +35,27 @@ cdef object _select(object fixed, object selector, dict by_types, object tag, ob
     cdef PyObject *hit
     cdef Py_ssize_t n, i
     cdef long mask = 0
+    cdef long owned
     if fixed is not None:
         return fixed
     if selector is None:
         return None
     if by_types is not None:
         n = len(args)
-        if n == 1:
-            types = (type(args[0]),)
-        elif n == 2:
-            types = (type(args[0]), type(args[1]))
+        if tag is None:
+            if n == 1:
+                types = (type(args[0]),)
+            elif n == 2:
+                types = (type(args[0]), type(args[1]))
+            else:
+                types = tuple([type(args[i]) for i in range(n)])
         else:
-            types = tuple([type(args[i]) for i in range(n)])
-        if tag is not None:
+            parts = []
             for i in range(n):
-                mask |= _owned(tag, args[i]) << i
+                owned = _owned(tag, args[i])
+                mask |= owned << i
+                parts.append(_selection_type(args[i], owned))
+            types = tuple(parts)
         hit = PyDict_GetItemWithError(by_types, _by_types_key(types, mask))
         if hit is not NULL:
             return <object>hit

@@ -247,13 +247,14 @@ cdef class OperationSite:
 
     cdef PyObject *_handler_for(self, object ta, object tb, object tc, long mask) except? NULL:
         """The ``execute`` handler chosen for operands of types ``ta, tb[,
-        tc]`` (``tc`` None for two operands) of which those in ``mask`` are
-        tagged with the context's tag, None for none, as the selector's
-        cache by types has it (see ``_select``); NULL while the selector has
-        not been asked (borrowed).  Answers are kept in ``handler_cache``
-        (compared by identity, without building a key) for the site's last
-        sixteen combinations (a site sees plain and tagged operands in each
-        order, and the tagged types of consecutive tags)."""
+        tc]`` (``tc`` None for two operands; each as ``_selection_type``
+        gives it) of which those in ``mask`` are tagged with the context's
+        tag, None for none, as the selector's cache by types has it (see
+        ``_select``); NULL while the selector has not been asked
+        (borrowed).  Answers are kept in ``handler_cache`` (compared by
+        identity, without building a key) for the site's last sixteen
+        combinations (a site sees plain and tagged operands in each
+        order)."""
         cdef object mask_ = _MASKS[mask]
         cdef PyObject *found = cassette_cached_handler(self.handler_cache, ta, tb, tc, mask_)
         if found is not NULL:
@@ -278,6 +279,11 @@ cdef class OperationSite:
             return True
         found = self._handler_for(ta, tb, tc, mask)
         return found is not NULL and <object>found is None
+
+    cdef inline bint _unhooked_store(self, object value):
+        """``unhooked`` for storing ``value`` into a list at an int."""
+        cdef long owned = _owned(self.runtime._tag, value)
+        return self.unhooked(list, int, _selection_type(value, owned), owned << 2)
 
     cdef inline object _execute(self, object handler, object a, object b):
         """The protocol of ``callee(a, b)`` when ``handler`` is the only one
@@ -327,7 +333,7 @@ cdef class OperationSite:
 
     cdef object _call2(self, a, b):
         cdef PyObject *handler
-        cdef long mask
+        cdef long mask, owned_a, owned_b
         if self.arrangement == 1:
             a, b = b, a
         if self.generation == _generation:
@@ -339,10 +345,13 @@ cdef class OperationSite:
             if self.execute_by_types is not None:
                 if _is_tagged(a) or _is_tagged(b):
                     tag = self.runtime._tag
-                    mask = _owned(tag, a) | (_owned(tag, b) << 1)
+                    owned_a = _owned(tag, a)
+                    owned_b = _owned(tag, b)
+                    mask = owned_a | (owned_b << 1)
+                    handler = self._handler_for(_selection_type(a, owned_a),
+                                                _selection_type(b, owned_b), None, mask)
                 else:
-                    mask = 0
-                handler = self._handler_for(type(a), type(b), None, mask)
+                    handler = self._handler_for(type(a), type(b), None, 0)
                 if handler is NULL:           # the selector decides (and caches)
                     return self._operate((a, b))
                 if <object>handler is not None:
@@ -366,7 +375,7 @@ cdef class OperationSite:
             # a store: (value, container, key) on the stack
             if (self.is_setitem and type(b) is list and type(c) is int
                     and cassette_builtin_instance(_innermost(a))
-                    and self.unhooked(list, int, type(a), _owned(self.runtime._tag, a) << 2)):
+                    and self._unhooked_store(a)):
                 out = _list_write(self.runtime, self.callee, b, c, a)
                 if out is _UNRECORDED:
                     if self._plain_operands(a, None):
