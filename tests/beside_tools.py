@@ -15,8 +15,8 @@ real-library workloads overdubbed by a context that defines nothing — and
 with the Cython core, the CPython modules once more under the oracle's
 touching context, whose catch-all prehook runs on every operation (the
 hooked path of the core: issue 16's ``test_descr`` crash was reported
-beside ``sys.monitoring`` under such a context) — comparing with their plain runs, made before the
-tools were installed, and prints one JSON line: the regressions found
+beside ``sys.monitoring`` under such a context) — comparing with their
+plain runs, made before the tools were installed, and prints one JSON line: the regressions found
 and the events the tools saw.  ``none`` installs nothing (``coverage run`` is
 the tool then).
 """

@@ -18,8 +18,8 @@ Usage (from anywhere; paths are relative to the repository root)::
     runs ``python -m pytest tests/`` twice: once with the Cython core and once
     with ``CASSETTE_PURE_PYTHON=1`` (the pure-Python runtime).  The installs,
     then the runs, go one per core at a time (at most four; ``--jobs N`` sets
-    it), each run's
-    output printed whole under its header when it ends (with one job, live).
+    it), each run's output printed whole under its header when it ends (with
+    one job, live).
     At the end a table summarises the runs, and the last line printed
     is exactly ``N passed, M failed`` totalled over all runs (CI reads it).
     The exit status is non-zero if any run failed or any interpreter is
