@@ -88,6 +88,8 @@ cdef extern from "_core_src/sites.h":
     PyObject *cassette_cached_handler(tuple cache, object ta, object tb, object tc,
                                       object mask)
     Py_ssize_t cassette_refcount(PyObject *obj)
+    ctypedef object (*cassette_binary)(object, object)
+    cassette_binary cassette_binary_named(const char *name)
 
 
 cdef extern from "_core_src/tagging.h":
@@ -97,3 +99,5 @@ cdef extern from "_core_src/tagging.h":
                               Py_ssize_t o3, object v3)
     bint cassette_tag_slot_known(PyTypeObject *tp)
     void cassette_tag_slot_found(PyTypeObject *tp)
+    void cassette_tagged_learn(PyTypeObject *base, Py_ssize_t o1, Py_ssize_t o2, Py_ssize_t o3)
+    void cassette_tagged_adopt(PyTypeObject *tp)

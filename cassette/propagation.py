@@ -140,6 +140,7 @@ def _new_record(cache, obj):
     if record is None:
         record = _Record(obj, False)
     entries[key] = record
+    cache.additions += 1
     if len(entries) > cache.sweep_at:
         _sweep(cache)
     return record

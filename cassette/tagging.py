@@ -160,13 +160,16 @@ class BindingsCache:
     """The metadata one tagging context keeps for the components of
     containers, objects and module namespaces its runs stored tagged values
     into (see :mod:`cassette.propagation`); the program's data itself keeps
-    the primal values.  ``entries``: ``id(target)`` -> record."""
+    the primal values.  ``entries``: ``id(target)`` -> record;
+    ``additions``: how many records were added (the core remembers which
+    objects have none until it changes)."""
 
-    __slots__ = ("entries", "sweep_at")
+    __slots__ = ("entries", "sweep_at", "additions")
 
     def __init__(self):
         self.entries = {}
         self.sweep_at = 1024
+        self.additions = 0
 
     def __len__(self):
         return len(self.entries)

@@ -381,3 +381,31 @@ def test_a_handler_chosen_by_argument_types_is_chosen_once_for_every_tag():
         if selector.by_types is not None:
             sizes.append(len(selector.by_types))
     assert sizes == [] or sizes[0] == sizes[-1] > 0
+
+
+def test_a_long_chain_of_tagged_values_is_freed_without_exhausting_the_stack():
+    """Each tagged value carrying the previous one as its metadata: freeing
+    the last frees them all (what the interpreter does for its own
+    objects), and what they held is released."""
+    import gc
+    import weakref
+
+    class Chained(cassette.Context):
+        @classmethod
+        def metadatatype(cls, T):
+            return object
+
+    class Payload:
+        pass
+
+    ctx = cassette.enabletagging(Chained(), len)
+    payload = Payload()
+    released = weakref.ref(payload)
+    value = cassette.tag(1.0, ctx, payload)
+    del payload
+    for _ in range(200_000):
+        value = cassette.tag(1.0, ctx, value)
+    assert cassette.metadata(cassette.metadata(value, ctx), ctx) is not NoMetaData
+    del value
+    gc.collect()
+    assert released() is None

@@ -682,3 +682,85 @@ def test_a_set_display_keeps_its_elements_metadata():
     assert displayed == built == {1, 2}
     assert read == read_built == ["one", "two"]
     assert _as_data(metameta(displayed, run_sets)) == {1: ("one", None), 2: ("two", None)}
+
+
+def test_a_list_found_without_a_record_is_asked_again_once_it_gets_one():
+    """The core remembers which lists have no record; a record made
+    afterwards — by a store the core decides, by a list method the
+    propagation layer handles — is seen by the very next read of the same
+    list in the same run."""
+
+    def program(a, box, other):
+        before = (box[0], other[0])          # no records yet: remembered so
+        box[1] = a                           # the core records the store
+        other.append(a)                      # the propagation layer records it
+        return before, box[1], other[-1], other[1], box, other
+
+    plain = program(2.5, [0.0, 0.5], [1.0])
+    ctx = new_context()
+
+    def probe(a):
+        before, read, appended, indexed, box, other = program(a, [0.0, 0.5], [1.0])
+        return (before, labelled(ctx, read), labelled(ctx, appended), labelled(ctx, indexed),
+                box, other)
+
+    before, read, appended, indexed, box, other = overdub(ctx, probe, tag(2.5, ctx, "a"))
+    assert (before, box, other) == (plain[0], plain[4], plain[5])
+    assert read == appended == indexed == (2.5, "a")
+
+
+@pytest.mark.parametrize("index", [0, 2, -1, -3, 3, -4, 10**30, True])
+def test_element_access_of_a_list_without_a_record_is_what_python_does(index):
+    """Reads and writes of a list the bindings cache knows nothing of are
+    done in the core: the same element, the same error for any index."""
+
+    def program(xs, i):
+        outcome = []
+        for attempt in (lambda: xs[i], lambda: xs.__setitem__(i, 7.0),
+                        lambda: xs.__getitem__(i)):
+            try:
+                outcome.append(attempt())
+            except Exception as error:
+                outcome.append((type(error).__name__, str(error)))
+        try:
+            xs[i] = 9.0
+        except Exception as error:
+            outcome.append((type(error).__name__, str(error)))
+        outcome.append(list(xs))
+        return outcome
+
+    plain = program([1.0, 2.0, 3.0], index)
+    ctx = new_context()
+    assert overdub(ctx, program, [1.0, 2.0, 3.0], index) == plain
+    assert len(ctx.bindingscache) == 0
+
+
+def test_operators_of_plain_operands_under_tagging_are_the_plain_operators():
+    """Under tagging an operation on values without metadata runs the C
+    function behind the operator: results, reflected methods, in-place
+    updates of mutable operands and errors are those of plain Python."""
+
+    class Reflected:
+        def __rsub__(self, other):
+            return ("rsub", other)
+
+        def __lt__(self, other):
+            return ("lt", other)
+
+    def program(a, b, items):
+        outcome = [a + b, a - b, a * b, a / b, a // b, a % b, a ** b, a << 2, a >> 1,
+                   a & b, a | b, a ^ b, a < b, a <= b, a == b, a != b, a > b, a >= b,
+                   1.5 - Reflected(), Reflected() < 3, items[1]]
+        grown = items
+        grown += [a]
+        outcome.append(grown is items)
+        for bad in (lambda: a / 0, lambda: a + "x", lambda: items[a * 10]):
+            try:
+                bad()
+            except Exception as error:
+                outcome.append((type(error).__name__, str(error)))
+        return outcome, items
+
+    plain = program(7, 3, [1, 2])
+    ctx = new_context()
+    assert overdub(ctx, program, 7, 3, [1, 2]) == plain

@@ -46,6 +46,20 @@ cdef void _learn_record_type(object record_type) except *:
 
 cdef tuple _RECORD_SLOTS = ("target", "weak", "items")
 
+# Where a bindings cache keeps its count of additions: learnt from the
+# first cache met (-1: not a slot, read by name).
+cdef Py_ssize_t _OFF_ADDITIONS = -2
+
+
+cdef inline object _additions_of(object bindings):
+    """``bindings.additions``: an int object, a new one after each record
+    the cache adds (compared by identity)."""
+    global _OFF_ADDITIONS
+    if _OFF_ADDITIONS == -2:
+        descr = vars(type(bindings)).get("additions")
+        _OFF_ADDITIONS = cassette_slot_offset(descr) if descr is not None else -1
+    return _slot(bindings, _OFF_ADDITIONS, "additions")
+
 
 cdef inline object _address(object obj):
     """``id(obj)`` (the builtin would be called through the module's
@@ -364,7 +378,7 @@ cdef class PropagationSite:
 
     cdef inline bint _recorded(self, object obj):
         cdef dict entries = self.runtime._entries
-        return bool(entries) and _address(obj) in entries
+        return bool(entries) and self.runtime._record_of(obj) is not None
 
     cdef object _call1(self, a):
         if self.direct:

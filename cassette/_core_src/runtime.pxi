@@ -138,13 +138,18 @@ cdef class Runtime:
     cdef bint _tagging
     cdef bint _chain_tagging
     cdef bint _retained
-    # Under tagging: the context's tag and its bindings cache's entries.
+    # Under tagging: the context's tag, its bindings cache and the cache's
+    # entries.
     cdef object _tag
+    cdef object _bindings
     cdef dict _entries
-    # The records of lists and tuples found last in ``_entries``, by the
-    # address of their target (see ``_record_of``).
+    # The records of lists and tuples found last in ``_entries``, and the
+    # addresses found to have none, by address (see ``_record_of``); the
+    # latter hold while the cache's count of additions is
+    # ``_negatives_stamp``.
     cdef uintptr_t _recent_targets[RECENT_RECORDS]
     cdef list _recent_records
+    cdef object _negatives_stamp
     # What tells whether another context may adopt this runtime (see
     # ``adopt``): runs in progress, live runtimes nested in this one (each
     # counts itself in the parent it holds in ``_counted_parent``), weak
@@ -194,30 +199,44 @@ cdef class Runtime:
         self._next_site = None
         self._tag = getattr(self.ctx, "tag", None)
         self._tagging = self._tag is not None
-        self._entries = self.ctx.bindingscache.entries if self._tagging else None
+        self._bindings = self.ctx.bindingscache if self._tagging else None
+        self._entries = self._bindings.entries if self._tagging else None
         self._forget_recent_records()
         self._chain_tagging = engine.chain_has_tagging(self)
 
     cdef void _forget_recent_records(self) noexcept:
         memset(self._recent_targets, 0, sizeof(self._recent_targets))
         self._recent_records = [None] * RECENT_RECORDS
+        self._negatives_stamp = None
 
     cdef object _record_of(self, object target):
         """The record ``_entries`` keeps for ``target`` (by its address), or
-        None.  The records of lists and tuples (held strongly: their target
-        cannot die while they are kept) found last are remembered here: a
-        record held only here is one the bindings cache dropped because
-        nothing else held its target, which the program thus cannot reach
-        again."""
+        None.  Remembered here, by address: the records of lists and tuples
+        found last (held strongly: their target cannot die while they are
+        kept; a record held only here is one the bindings cache dropped
+        because nothing else held its target, which the program thus cannot
+        reach again), and the addresses found to have no record, until the
+        cache adds one (``BindingsCache.additions``): most of the data a
+        tagged run reads carries no metadata, and is asked about on every
+        element read and write."""
         cdef uintptr_t address = <uintptr_t><void *>target
         # Fibonacci hashing: the addresses of lists, spaced by their size
         # class, would share a few slots if their low bits were used.
         cdef Py_ssize_t slot = (((address >> 4) * <uint64_t>0x9E3779B97F4A7C15)
                                 >> (64 - RECENT_RECORDS_BITS))
+        cdef object stamp
         if self._recent_targets[slot] == address:
-            return self._recent_records[slot]
+            record = self._recent_records[slot]
+            if record is not None or _additions_of(self._bindings) is self._negatives_stamp:
+                return record
         cdef PyObject *found = PyDict_GetItemWithError(self._entries, _address(target))
-        if found is NULL:
+        if found is NULL:             # (an int key: no lookup error)
+            stamp = _additions_of(self._bindings)
+            if stamp is not self._negatives_stamp:
+                self._forget_recent_records()
+                self._negatives_stamp = stamp
+            self._recent_targets[slot] = address
+            self._recent_records[slot] = None
             return None
         record = <object>found
         if type(record) is not _record_type:
@@ -226,6 +245,8 @@ cdef class Runtime:
                 and _slot(record, _OFF_RECORD_TARGET, "target") is target):
             self._recent_targets[slot] = address
             self._recent_records[slot] = record
+        elif self._recent_targets[slot] == address:
+            self._recent_targets[slot] = 0      # no longer a known negative
         return record
 
     def release(self):
@@ -537,8 +558,9 @@ cdef class Runtime:
             return False
         self.ctx = ctx
         self._tag = tag
-        self._entries = (PyObject_GenericGetAttr(PyObject_GenericGetAttr(ctx, "bindingscache"),
-                                                 "entries")
+        self._bindings = (PyObject_GenericGetAttr(ctx, "bindingscache")
+                          if tag is not None else None)
+        self._entries = (PyObject_GenericGetAttr(self._bindings, "entries")
                          if tag is not None else None)
         self._forget_recent_records()
         PyObject_GenericSetAttr(old, "_runtime", None)

@@ -36,6 +36,46 @@ static inline PyObject *cassette_cached_handler(PyObject *cache, PyObject *ta,
     return NULL;
 }
 
+/* The C functions behind the operator module's functions of two operands
+   (what ``operator.add(a, b)`` and the rest call after checking their
+   argument count): a site whose implementation is one calls it directly. */
+typedef PyObject *(*cassette_binary)(PyObject *, PyObject *);
+
+static PyObject *cassette_pow(PyObject *a, PyObject *b) { return PyNumber_Power(a, b, Py_None); }
+static PyObject *cassette_ipow(PyObject *a, PyObject *b) {
+    return PyNumber_InPlacePower(a, b, Py_None);
+}
+static PyObject *cassette_lt(PyObject *a, PyObject *b) { return PyObject_RichCompare(a, b, Py_LT); }
+static PyObject *cassette_le(PyObject *a, PyObject *b) { return PyObject_RichCompare(a, b, Py_LE); }
+static PyObject *cassette_eq(PyObject *a, PyObject *b) { return PyObject_RichCompare(a, b, Py_EQ); }
+static PyObject *cassette_ne(PyObject *a, PyObject *b) { return PyObject_RichCompare(a, b, Py_NE); }
+static PyObject *cassette_gt(PyObject *a, PyObject *b) { return PyObject_RichCompare(a, b, Py_GT); }
+static PyObject *cassette_ge(PyObject *a, PyObject *b) { return PyObject_RichCompare(a, b, Py_GE); }
+
+static const struct { const char *name; cassette_binary function; } cassette_binaries[] = {
+    {"add", PyNumber_Add}, {"sub", PyNumber_Subtract}, {"mul", PyNumber_Multiply},
+    {"truediv", PyNumber_TrueDivide}, {"floordiv", PyNumber_FloorDivide},
+    {"mod", PyNumber_Remainder}, {"pow", cassette_pow}, {"matmul", PyNumber_MatrixMultiply},
+    {"lshift", PyNumber_Lshift}, {"rshift", PyNumber_Rshift}, {"and_", PyNumber_And},
+    {"or_", PyNumber_Or}, {"xor", PyNumber_Xor},
+    {"iadd", PyNumber_InPlaceAdd}, {"isub", PyNumber_InPlaceSubtract},
+    {"imul", PyNumber_InPlaceMultiply}, {"itruediv", PyNumber_InPlaceTrueDivide},
+    {"ifloordiv", PyNumber_InPlaceFloorDivide}, {"imod", PyNumber_InPlaceRemainder},
+    {"ipow", cassette_ipow}, {"imatmul", PyNumber_InPlaceMatrixMultiply},
+    {"ilshift", PyNumber_InPlaceLshift}, {"irshift", PyNumber_InPlaceRshift},
+    {"iand", PyNumber_InPlaceAnd}, {"ior", PyNumber_InPlaceOr}, {"ixor", PyNumber_InPlaceXor},
+    {"lt", cassette_lt}, {"le", cassette_le}, {"eq", cassette_eq}, {"ne", cassette_ne},
+    {"gt", cassette_gt}, {"ge", cassette_ge}, {"getitem", PyObject_GetItem},
+};
+
+/* The C function of ``operator.<name>``, NULL for a name not above (the
+   caller checks that its implementation is that function). */
+static cassette_binary cassette_binary_named(const char *name) {
+    for (size_t i = 0; i < sizeof(cassette_binaries) / sizeof(cassette_binaries[0]); i++)
+        if (strcmp(cassette_binaries[i].name, name) == 0) return cassette_binaries[i].function;
+    return NULL;
+}
+
 static inline Py_ssize_t cassette_refcount(PyObject *obj) { return Py_REFCNT(obj); }
 
 #endif  /* CASSETTE_CORE_SITES_H */

@@ -203,6 +203,9 @@ cdef class OperationSite:
     # What ``execute_by_types`` answered for the operand types this site
     # has seen, most recent first: see ``_handler_for``.
     cdef tuple handler_cache
+    # The C function ``implementation`` calls, for an operator of two
+    # operands (NULL for others).
+    cdef cassette_binary direct
 
     def __init__(self, Runtime runtime, kind):
         name, arrangement_name, negate = ARRANGED_SITES.get(kind, (kind, None, False))
@@ -218,6 +221,7 @@ cdef class OperationSite:
         self.is_getitem = kind == "getitem"
         self.is_setitem = kind == "setitem"
         self.handler_cache = ()
+        self.direct = _direct_binary(self.implementation)
 
     cdef bint refresh(self):
         """Bring the plan up to date; True when no handler applies."""
@@ -300,10 +304,10 @@ cdef class OperationSite:
         is tagged nor has a record in the bindings cache."""
         if _is_tagged(a) or (b is not None and _is_tagged(b)):
             return False
-        cdef dict entries = self.runtime._entries
-        return not entries or (
-            (cassette_recordless(a) or _address(a) not in entries)
-            and (b is None or cassette_recordless(b) or _address(b) not in entries))
+        cdef Runtime runtime = self.runtime
+        return not runtime._entries or (
+            (cassette_recordless(a) or runtime._record_of(a) is None)
+            and (b is None or cassette_recordless(b) or runtime._record_of(b) is None))
 
     cdef object _operate(self, tuple args):
         cdef object out
@@ -331,14 +335,21 @@ cdef class OperationSite:
             return self.implementation(a)
         return self._operate((a,))
 
+    cdef inline object _implement2(self, a, b):
+        """``implementation(a, b)``."""
+        if self.direct is not NULL:
+            return self.direct(a, b)
+        return self.implementation(a, b)
+
     cdef object _call2(self, a, b):
         cdef PyObject *handler
+        cdef Py_ssize_t i
         cdef long mask, owned_a, owned_b
         if self.arrangement == 1:
             a, b = b, a
         if self.generation == _generation:
             if self.protocol is None and self.runtime.parent is None:
-                out = self.implementation(a, b)
+                out = self._implement2(a, b)
                 return (not out) if self.negate else out
             if self.execute_only is not None:
                 return self._execute(self.execute_only, a, b)
@@ -362,15 +373,19 @@ cdef class OperationSite:
                 if self.is_getitem and type(a) is list and type(b) is int:
                     out = _list_read(self.runtime, a, b)
                     if out is _UNRECORDED:
-                        return self.implementation(a, b)
+                        i = _element_index(<list>a, b)
+                        if i >= 0:
+                            return (<list>a)[i]
+                        return self.implementation(a, b)     # its IndexError
                     if out is not _UNDECIDED:
                         return out
                 elif self._plain_operands(a, b):
-                    out = self.implementation(a, b)
+                    out = self._implement2(a, b)
                     return (not out) if self.negate else out
         return self._operate((a, b))
 
     cdef object _call3(self, a, b, c):
+        cdef Py_ssize_t i
         if self.arrangement == 2:
             # a store: (value, container, key) on the stack
             if (self.is_setitem and type(b) is list and type(c) is int
@@ -379,7 +394,11 @@ cdef class OperationSite:
                 out = _list_write(self.runtime, self.callee, b, c, a)
                 if out is _UNRECORDED:
                     if self._plain_operands(a, None):
-                        self.implementation(b, c, a)
+                        i = _element_index(<list>b, c)
+                        if i >= 0:
+                            (<list>b)[i] = a
+                        else:
+                            self.implementation(b, c, a)     # its IndexError
                         return None
                 elif out is not _UNDECIDED:
                     return out
@@ -393,6 +412,15 @@ cdef class OperationSite:
     cdef object _call4(self, a, b, c, d):
         # setslice: (value, obj, start, stop)
         return self._operate((b, slice(c, d), a))
+
+
+cdef cassette_binary _direct_binary(object implementation):
+    """The C function ``implementation`` comes down to when it is one of the
+    operator module's functions of two operands, else NULL."""
+    name = getattr(implementation, "__name__", None)
+    if type(name) is not str or getattr(operator, name, None) is not implementation:
+        return NULL
+    return cassette_binary_named(name.encode())
 
 
 cdef object _operation_entry(object site, PyObject **args, Py_ssize_t nargs):

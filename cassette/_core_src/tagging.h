@@ -34,6 +34,57 @@ static PyObject *cassette_slots_new(PyObject *type, Py_ssize_t o1, PyObject *v1,
     return obj;
 }
 
+/* Tagged values are freed without subtype_dealloc's general walk: a
+   tagged class has the three object slots of Tagged and nothing else (no
+   __dict__, no __weakref__, no finalizer), so freeing one is untracking
+   it, dropping its slots and its class.  A class is adopted only when its
+   layout is that one (cassette_tagged_adopt); any other keeps the
+   interpreter's own deallocator. */
+static Py_ssize_t cassette_tagged_size = -1;
+static Py_ssize_t cassette_tagged_o1 = -1, cassette_tagged_o2 = -1, cassette_tagged_o3 = -1;
+
+static void cassette_tagged_dealloc(PyObject *self) {
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    Py_TRASHCAN_BEGIN(self, cassette_tagged_dealloc)
+    Py_CLEAR(*(PyObject **)((char *)self + cassette_tagged_o1));
+    Py_CLEAR(*(PyObject **)((char *)self + cassette_tagged_o2));
+    Py_CLEAR(*(PyObject **)((char *)self + cassette_tagged_o3));
+    tp->tp_free(self);
+    Py_DECREF(tp);
+    Py_TRASHCAN_END
+}
+
+/* Learn the layout of tagged values from the base class Tagged (whose
+   three slots are at the offsets given). */
+static void cassette_tagged_learn(PyTypeObject *base, Py_ssize_t o1, Py_ssize_t o2,
+                                  Py_ssize_t o3) {
+    cassette_tagged_size = base->tp_basicsize;
+    cassette_tagged_o1 = o1;
+    cassette_tagged_o2 = o2;
+    cassette_tagged_o3 = o3;
+}
+
+/* Give tagged class ``tp`` the deallocator above if its instances are laid
+   out as Tagged's; a no-op for a class already adopted or laid out
+   otherwise. */
+static inline void cassette_tagged_adopt(PyTypeObject *tp) {
+    if (tp->tp_dealloc == cassette_tagged_dealloc || cassette_tagged_size < 0) return;
+    if (tp->tp_basicsize == cassette_tagged_size && tp->tp_itemsize == 0
+            && tp->tp_dictoffset == 0 && tp->tp_weaklistoffset == 0
+            && tp->tp_finalize == NULL && tp->tp_del == NULL
+            && (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) && (tp->tp_flags & Py_TPFLAGS_HAVE_GC)
+            && tp->tp_free == PyObject_GC_Del
+#ifdef Py_TPFLAGS_MANAGED_DICT
+            && !(tp->tp_flags & Py_TPFLAGS_MANAGED_DICT)
+#endif
+#ifdef Py_TPFLAGS_MANAGED_WEAKREF
+            && !(tp->tp_flags & Py_TPFLAGS_MANAGED_WEAKREF)
+#endif
+            )
+        tp->tp_dealloc = cassette_tagged_dealloc;
+}
+
 /* The last context class found to keep Context.tag in its slot, and
    its version tag then (any change to it or a base changes that). */
 static PyTypeObject *cassette_tag_slot_class = NULL;

@@ -50,6 +50,7 @@ cdef inline object _innermost(object value):
 cdef object _new_tagged(object made, object value, object tag_, object data):
     """A new instance of tagged type ``made``."""
     if _OFF_VALUE >= 0:
+        cassette_tagged_adopt(<PyTypeObject *>made)
         return cassette_slots_new(made, _OFF_VALUE, value, _OFF_TAG, tag_, _OFF_DATA, data)
     tagged = object.__new__(made)
     PyObject_GenericSetAttr(tagged, _VALUE_SLOT, value)
@@ -131,6 +132,7 @@ def install_tagging_api(python_api, context, tag_type, tagged_base, allowed, no_
     offsets.append(cassette_slot_offset(vars(tag_type)["_types"]))
     if all(offset >= 0 for offset in offsets):
         _OFF_VALUE, _OFF_TAG, _OFF_DATA, _OFF_TAG_TYPES = offsets
+        cassette_tagged_learn(<PyTypeObject *>tagged_base, _OFF_VALUE, _OFF_TAG, _OFF_DATA)
     global _TaggedBase, _tagged_meta, _tg_context_tag_slot, _OFF_CONTEXT_TAG
     _TaggedBase = tagged_base
     _tagged_meta = Py_TYPE(tagged_base)
