@@ -162,17 +162,19 @@ def _forgetter(entries, key):
 
 
 #: References to a strongly held target that mean nobody else holds it: the
-#: record's, the list built by _sweep and getrefcount's argument.
-_ONLY_OURS = 3
+#: record's and the one ``record.target`` gives getrefcount (the same on
+#: every supported release: tests/test_tagging_propagation.py).
+_ONLY_OURS = 2
 
 
 def _sweep(cache):
+    """Drop the records of strongly held targets nothing else holds.  (The
+    records of weakly held ones go when their target dies.)"""
     entries = cache.entries
-    strong = [(key, record.target) for key, record in entries.items() if not record.weak]
-    for key, target in strong:
-        if sys.getrefcount(target) <= _ONLY_OURS + 1:      # + the loop variable
-            del entries[key]
-    del strong, target
+    dead = [key for key, record in entries.items()
+            if not record.weak and sys.getrefcount(record.target) <= _ONLY_OURS]
+    for key in dead:
+        del entries[key]
     cache.sweep_at = max(1024, 2 * len(entries))
 
 

@@ -764,3 +764,31 @@ def test_operators_of_plain_operands_under_tagging_are_the_plain_operators():
     plain = program(7, 3, [1, 2])
     ctx = new_context()
     assert overdub(ctx, program, 7, 3, [1, 2]) == plain
+
+
+def test_more_recorded_objects_than_a_sweep_waits_for_keep_their_metadata():
+    """Past the bindings cache's sweep threshold, records of objects held
+    weakly (instances with tagged attributes) and strongly (lists) that
+    the program still holds survive the sweep; the lists it dropped go."""
+
+    class Box:
+        pass
+
+    boxes = [Box() for _ in range(1500)]
+    kept = []
+
+    def fill(a):
+        for box in boxes:
+            box.value = a
+        for i in range(1500):
+            row = [a, float(i)]
+            if i % 100 == 0:
+                kept.append(row)
+        return [labelled(ctx, v)
+                for v in (boxes[0].value, boxes[-1].value, kept[0][0], kept[-1][0])]
+
+    ctx = new_context()
+    assert overdub(ctx, fill, tag(1.0, ctx, "a")) == [(1.0, "a")] * 4
+    assert all(box.value == 1.0 for box in boxes)
+    assert [[m.data for m in metameta(row, ctx)] for row in kept] == [["a", NoMetaData]] * 15
+    assert len(ctx.bindingscache) < 1500 + 1024
