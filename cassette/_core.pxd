@@ -80,6 +80,9 @@ cdef extern from "_core_src/objects.h":
     object cassette_operation_slot(object site)
     object cassette_propagation_slot(object site)
     void cassette_install_tagged_call(void *call, object type)
+    enum:
+        CASSETTE_API_TAG, CASSETTE_API_UNTAG, CASSETTE_API_ISTAGGED, CASSETTE_API_METADATA
+    object cassette_tagging_api(int which, void *entry, object module)
 
 
 cdef extern from "_core_src/sites.h":

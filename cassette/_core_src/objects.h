@@ -221,4 +221,31 @@ static PyObject *cassette_propagation_slot(PyObject *site) {
     return PyCFunction_NewEx(&cassette_propagation_slot_def, site, NULL);
 }
 
+/* The tagging API's common case (``cassette.tag``, ``untag``, ``istagged``,
+   ``metadata``): builtins whose C functions are the core's entries
+   (``cassette_tagging_api``), called with their arguments in place — the
+   interpreter's call instruction specializes for them — and which hand
+   keyword calls and every uncommon case to the Python definitions. */
+enum { CASSETTE_API_TAG, CASSETTE_API_UNTAG, CASSETTE_API_ISTAGGED, CASSETTE_API_METADATA };
+
+static PyMethodDef cassette_api_defs[] = {
+    {"tag", NULL, METH_FASTCALL | METH_KEYWORDS,
+     "tag(value, ctx, metadata=NoMetaData)\n--\n\n"
+     "``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."},
+    {"untag", NULL, METH_FASTCALL | METH_KEYWORDS,
+     "untag(x, ctx)\n--\n\nThe value ``x`` wraps if it is tagged w.r.t. ``ctx``, else ``x``."},
+    {"istagged", NULL, METH_FASTCALL | METH_KEYWORDS,
+     "istagged(x, ctx)\n--\n\nWhether ``x`` is tagged w.r.t. ``ctx``."},
+    {"metadata", NULL, METH_FASTCALL | METH_KEYWORDS,
+     "metadata(x, ctx)\n--\n\nThe metadata ``x`` carries w.r.t. ``ctx`` "
+     "(``NoMetaData`` if none)."},
+};
+
+/* Builtin ``which`` of the API (its C function ``entry``), its
+   ``__module__`` being ``module``. */
+static PyObject *cassette_tagging_api(int which, void *entry, PyObject *module) {
+    cassette_api_defs[which].ml_meth = (PyCFunction)(void(*)(void))entry;
+    return PyCFunction_NewEx(&cassette_api_defs[which], NULL, module);
+}
+
 #endif  /* CASSETTE_CORE_OBJECTS_H */

@@ -180,38 +180,47 @@ cdef inline bint _tagged_by(object x, object tag_):
     return _is_tagged(x) and _tag_of(x) is tag_
 
 
-# A builtin function, not a Cython function: calls of it specialize.
-@cython.binding(False)
-def untag(x, ctx):
-    """The value ``x`` wraps if it is tagged w.r.t. ``ctx``, else ``x``."""
-    tag_ = _api_tag(ctx)
-    if tag_ is None:
-        return _tg_slow_untag(x, ctx)
-    if _tagged_by(x, tag_):
-        return _value_of(x)
-    return x
+# The four functions are builtins made from the entries below (see
+# ``cassette_tagging_api``): called with their operands in place.
+
+cdef object _slow_api(object slow, PyObject **args, Py_ssize_t nargs, PyObject *kwnames):
+    """The Python definition ``slow`` called as the builtin was."""
+    return PyObject_Vectorcall(slow, args, <size_t>nargs, kwnames)
 
 
-# A builtin function, not a Cython function: calls of it specialize.
-@cython.binding(False)
-def metadata(x, ctx):
-    """The metadata ``x`` carries w.r.t. ``ctx`` (``NoMetaData`` if none)."""
-    tag_ = _api_tag(ctx)
-    if tag_ is None:
-        return _tg_slow_metadata(x, ctx)
-    if _tagged_by(x, tag_):
-        return _data_of(x)
-    return _tg_no_data
+cdef object _untag_entry(object module, PyObject **args, Py_ssize_t nargs, PyObject *kwnames):
+    """``untag(x, ctx)``: the value ``x`` wraps if it is tagged w.r.t.
+    ``ctx``, else ``x``."""
+    if nargs == 2 and kwnames is NULL:
+        tag_ = _api_tag(<object>args[1])
+        if tag_ is not None:
+            if _tagged_by(<object>args[0], tag_):
+                return _value_of(<object>args[0])
+            return <object>args[0]
+    return _slow_api(_tg_slow_untag, args, nargs, kwnames)
 
 
-# A builtin function, not a Cython function: calls of it specialize.
-@cython.binding(False)
-def istagged(x, ctx):
-    """Whether ``x`` is tagged w.r.t. ``ctx``."""
-    tag_ = _api_tag(ctx)
-    if tag_ is None:
-        return _tg_slow_istagged(x, ctx)
-    return _tagged_by(x, tag_)
+cdef object _metadata_entry(object module, PyObject **args, Py_ssize_t nargs,
+                            PyObject *kwnames):
+    """``metadata(x, ctx)``: the metadata ``x`` carries w.r.t. ``ctx``
+    (``NoMetaData`` if none)."""
+    if nargs == 2 and kwnames is NULL:
+        tag_ = _api_tag(<object>args[1])
+        if tag_ is not None:
+            if _tagged_by(<object>args[0], tag_):
+                return _data_of(<object>args[0])
+            return _tg_no_data
+    return _slow_api(_tg_slow_metadata, args, nargs, kwnames)
+
+
+cdef object _istagged_entry(object module, PyObject **args, Py_ssize_t nargs,
+                            PyObject *kwnames):
+    """``istagged(x, ctx)``: whether ``x`` is tagged w.r.t. ``ctx``."""
+    if nargs == 2 and kwnames is NULL:
+        tag_ = _api_tag(<object>args[1])
+        if tag_ is not None:
+            return _tagged_by(<object>args[0], tag_)
+    return _slow_api(_tg_slow_istagged, args, nargs, kwnames)
 
 
 # The last answer found in the allowed-metadata cache: a tool tags values of
@@ -233,19 +242,26 @@ cdef inline object _cached_allowed_metadata(object context_type, object primal_t
     return allowed
 
 
-# A builtin function, not a Cython function: calls of it specialize.
-@cython.binding(False)
-def tag(value, ctx, metadata=NoMetaData):
-    """``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."""
-    tag_ = _api_tag(ctx)
-    primal_type = type(value)
-    if tag_ is None or _is_tagged(value):        # the slow path tags tagged values
-        return _tg_slow_tag(value, ctx, metadata)
-    if metadata is not _tg_no_data:
-        allowed = _cached_allowed_metadata(type(ctx), primal_type)
-        if allowed is None or type(metadata) is not allowed:
-            return _tg_slow_tag(value, ctx, metadata)
-    made = _made_tagged_type(tag_, primal_type)
-    if made is None:
-        return _tg_slow_tag(value, ctx, metadata)
-    return _new_tagged(made, value, tag_, metadata)
+cdef object _tag_entry(object module, PyObject **args, Py_ssize_t nargs, PyObject *kwnames):
+    """``tag(value, ctx, metadata=NoMetaData)``: ``value`` tagged w.r.t.
+    ``ctx``, carrying ``metadata``."""
+    if (nargs == 3 or nargs == 2) and kwnames is NULL:
+        value = <object>args[0]
+        tag_ = _api_tag(<object>args[1])
+        if tag_ is not None and not _is_tagged(value):   # the slow path tags tagged values
+            primal_type = type(value)
+            data = <object>args[2] if nargs == 3 else _tg_no_data
+            if data is not _tg_no_data:
+                allowed = _cached_allowed_metadata(type(<object>args[1]), primal_type)
+                if allowed is None or type(data) is not allowed:
+                    return _slow_api(_tg_slow_tag, args, nargs, kwnames)
+            made = _made_tagged_type(tag_, primal_type)
+            if made is not None:
+                return _new_tagged(made, value, tag_, data)
+    return _slow_api(_tg_slow_tag, args, nargs, kwnames)
+
+
+tag = cassette_tagging_api(CASSETTE_API_TAG, <void *>_tag_entry, __name__)
+untag = cassette_tagging_api(CASSETTE_API_UNTAG, <void *>_untag_entry, __name__)
+istagged = cassette_tagging_api(CASSETTE_API_ISTAGGED, <void *>_istagged_entry, __name__)
+metadata = cassette_tagging_api(CASSETTE_API_METADATA, <void *>_metadata_entry, __name__)
