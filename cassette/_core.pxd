@@ -104,3 +104,19 @@ cdef extern from "_core_src/tagging.h":
     void cassette_tag_slot_found(PyTypeObject *tp)
     void cassette_tagged_learn(PyTypeObject *base, Py_ssize_t o1, Py_ssize_t o2, Py_ssize_t o3)
     void cassette_tagged_adopt(PyTypeObject *tp)
+    bint cassette_tagged_adopted(PyTypeObject *tp)
+    object cassette_tagged_new(PyTypeObject *tp, object value, object tag, object data)
+    void cassette_slot_set(object obj, Py_ssize_t offset, object value)
+    object cassette_slots_new4(object type, Py_ssize_t o1, object v1, Py_ssize_t o2, object v2,
+                               Py_ssize_t o3, object v3, Py_ssize_t o4, object v4)
+    bint cassette_plain_slotted(PyTypeObject *tp, Py_ssize_t nslots)
+    void cassette_api_set_general(void *untag, void *metadata, void *istagged, void *tag)
+    void cassette_api_learn(PyTypeObject *tag_type, PyTypeObject *tagged_meta,
+                            Py_ssize_t off_context_tag, object no_data)
+    void cassette_api_note_tagged(object ctx_type, object tag, object primal, PyObject *allowed,
+                                  object made)
+    void *cassette_api_untag
+    void *cassette_api_metadata
+    void *cassette_api_istagged
+    void *cassette_api_tag
+    Py_ssize_t cassette_dispatch_generation

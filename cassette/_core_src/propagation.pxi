@@ -28,37 +28,72 @@ cdef object _setitem_propagator = None
 # where its slots are: learnt from the first record met.
 cdef object _record_type = None
 cdef Py_ssize_t _OFF_RECORD_TARGET = -1, _OFF_RECORD_WEAK = -1, _OFF_RECORD_ITEMS = -1
+cdef Py_ssize_t _OFF_RECORD_ATTRS = -1
+# Whether a record can be made in place: the record type has those four
+# slots and nothing else to initialise (no __dict__, no __weakref__).
+cdef bint _records_made_here = False
 
 
 cdef void _learn_record_type(object record_type) except *:
     """Where the slots the core reads are; a record type without them is
     a change of ``propagation`` the core must follow, said loudly."""
     global _record_type, _OFF_RECORD_TARGET, _OFF_RECORD_WEAK, _OFF_RECORD_ITEMS
+    global _OFF_RECORD_ATTRS, _records_made_here
     namespace = vars(record_type)
     offsets = [cassette_slot_offset(namespace[name]) if name in namespace else -1
                for name in _RECORD_SLOTS]
     if -1 in offsets:
         raise TypeError(f"cassette's core reads the slots {_RECORD_SLOTS} of the bindings "
                         f"cache's records, and {record_type.__qualname__} does not have them")
-    _OFF_RECORD_TARGET, _OFF_RECORD_WEAK, _OFF_RECORD_ITEMS = offsets
+    _OFF_RECORD_TARGET, _OFF_RECORD_WEAK, _OFF_RECORD_ITEMS, _OFF_RECORD_ATTRS = offsets
+    _records_made_here = cassette_plain_slotted(<PyTypeObject *>record_type, 4)
     _record_type = record_type
 
 
-cdef tuple _RECORD_SLOTS = ("target", "weak", "items")
+cdef tuple _RECORD_SLOTS = ("target", "weak", "items", "attrs")
 
 # Where a bindings cache keeps its count of additions: learnt from the
 # first cache met (-1: not a slot, read by name).
 cdef Py_ssize_t _OFF_ADDITIONS = -2
 
 
+cdef Py_ssize_t _OFF_SWEEP_AT = -1
+
+
 cdef inline object _additions_of(object bindings):
     """``bindings.additions``: an int object, a new one after each record
     the cache adds (compared by identity)."""
-    global _OFF_ADDITIONS
+    global _OFF_ADDITIONS, _OFF_SWEEP_AT
     if _OFF_ADDITIONS == -2:
-        descr = vars(type(bindings)).get("additions")
-        _OFF_ADDITIONS = cassette_slot_offset(descr) if descr is not None else -1
+        namespace = vars(type(bindings))
+        offsets = [cassette_slot_offset(namespace[name]) if name in namespace else -1
+                   for name in ("additions", "sweep_at")]
+        _OFF_ADDITIONS, _OFF_SWEEP_AT = offsets if -1 not in offsets else (-1, -1)
     return _slot(bindings, _OFF_ADDITIONS, "additions")
+
+
+cdef object _record_parts(Runtime runtime, object sequence, list parts):
+    """Record ``parts`` for list or tuple ``sequence`` in ``runtime``'s
+    bindings cache, as ``propagation.record_parts`` does: a list or tuple
+    takes no weak reference, so its record holds it strongly (until the
+    cache's sweep finds nobody else does).  Made here when nothing else is
+    to be done; the propagation layer decides otherwise (a stale record at
+    the address, a sweep due, a record type not yet met)."""
+    cdef PyObject *found
+    bindings = runtime._bindings
+    entries = runtime._entries
+    if (_records_made_here and _OFF_ADDITIONS >= 0 and entries is not None
+            and len(entries) < <object>cassette_slot_get(bindings, _OFF_SWEEP_AT)):
+        key = _address(sequence)
+        found = PyDict_GetItemWithError(entries, key)
+        if found is NULL:
+            record = cassette_slots_new4(_record_type, _OFF_RECORD_TARGET, sequence,
+                                         _OFF_RECORD_WEAK, False, _OFF_RECORD_ITEMS, parts,
+                                         _OFF_RECORD_ATTRS, None)
+            entries[key] = record
+            cassette_slot_set(bindings, _OFF_ADDITIONS, _additions_of(bindings) + 1)
+            return None
+    _dispatch_module.record_parts(runtime.ctx, sequence, parts)
 
 
 cdef inline object _address(object obj):
@@ -124,7 +159,7 @@ cdef object _built_list(Runtime runtime, list container):
             container[i] = primal
             (<list>parts)[i] = (_innermost(primal), _data_of(value))
     if parts is not None:
-        _dispatch_module.record_parts(runtime.ctx, container, parts)
+        _record_parts(runtime, container, parts)
     return container
 
 
@@ -189,7 +224,7 @@ cdef object _list_write(Runtime runtime, object setitem, list container, object 
         if parts is _UNRECORDED:
             parts = [None] * len(container)
             (<list>parts)[i] = part
-            _dispatch_module.record_parts(runtime.ctx, container, parts)
+            _record_parts(runtime, container, parts)
         else:
             (<list>parts)[i] = part
         return None

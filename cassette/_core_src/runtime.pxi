@@ -37,8 +37,9 @@ cdef enum:
 
 
 def _on_generation_change(Py_ssize_t generation):
-    global _generation
+    global _generation, cassette_dispatch_generation
     _generation = generation
+    cassette_dispatch_generation = generation
 
 
 # Slots whose value is a method of the runtime (the rest are operations).

@@ -50,7 +50,8 @@ cdef inline object _innermost(object value):
 cdef object _new_tagged(object made, object value, object tag_, object data):
     """A new instance of tagged type ``made``."""
     if _OFF_VALUE >= 0:
-        cassette_tagged_adopt(<PyTypeObject *>made)
+        if cassette_tagged_adopted(<PyTypeObject *>made):
+            return cassette_tagged_new(<PyTypeObject *>made, value, tag_, data)
         return cassette_slots_new(made, _OFF_VALUE, value, _OFF_TAG, tag_, _OFF_DATA, data)
     tagged = object.__new__(made)
     PyObject_GenericSetAttr(tagged, _VALUE_SLOT, value)
@@ -138,6 +139,8 @@ def install_tagging_api(python_api, context, tag_type, tagged_base, allowed, no_
     _tagged_meta = Py_TYPE(tagged_base)
     _tg_context_tag_slot = vars(context)["tag"]
     _OFF_CONTEXT_TAG = cassette_slot_offset(_tg_context_tag_slot)
+    if _OFF_VALUE >= 0:
+        cassette_api_learn(<PyTypeObject *>tag_type, _tagged_meta, _OFF_CONTEXT_TAG, no_data)
 
 
 cdef inline bint _tag_in_slot(object ctx):
@@ -257,11 +260,20 @@ cdef object _tag_entry(object module, PyObject **args, Py_ssize_t nargs, PyObjec
                     return _slow_api(_tg_slow_tag, args, nargs, kwnames)
             made = _made_tagged_type(tag_, primal_type)
             if made is not None:
+                if cassette_tagged_adopted(<PyTypeObject *>made):
+                    data_type = type(data)
+                    cassette_api_note_tagged(type(<object>args[1]), tag_, primal_type,
+                                             NULL if data is _tg_no_data
+                                             else <PyObject *>data_type, made)
                 return _new_tagged(made, value, tag_, data)
     return _slow_api(_tg_slow_tag, args, nargs, kwnames)
 
 
-tag = cassette_tagging_api(CASSETTE_API_TAG, <void *>_tag_entry, __name__)
-untag = cassette_tagging_api(CASSETTE_API_UNTAG, <void *>_untag_entry, __name__)
-istagged = cassette_tagging_api(CASSETTE_API_ISTAGGED, <void *>_istagged_entry, __name__)
-metadata = cassette_tagging_api(CASSETTE_API_METADATA, <void *>_metadata_entry, __name__)
+cassette_api_set_general(<void *>_untag_entry, <void *>_metadata_entry, <void *>_istagged_entry,
+                         <void *>_tag_entry)
+tag = cassette_tagging_api(CASSETTE_API_TAG, cassette_api_tag, __name__)
+# (Their C functions decide the commonest case with borrowed references
+# only, and call the entries above for the rest: see tagging.h.)
+untag = cassette_tagging_api(CASSETTE_API_UNTAG, cassette_api_untag, __name__)
+istagged = cassette_tagging_api(CASSETTE_API_ISTAGGED, cassette_api_istagged, __name__)
+metadata = cassette_tagging_api(CASSETTE_API_METADATA, cassette_api_metadata, __name__)
