@@ -318,3 +318,93 @@ def test_posthook_registered_for_a_callee_sees_only_it(registrations):
     ctx = Ctx(metadata=[])
     cassette.overdub(ctx, shapes, [1.0, 2.0])
     assert ctx.metadata == [(1.0, math.pi), (2.0, math.pi * 4.0)]
+
+
+def hypot3(x, y, z):
+    return math.sqrt(x * x + y * y + z * z)
+
+
+def pair(a, b):
+    return ("plain", a, b)
+
+
+def test_a_hot_call_site_chooses_by_every_calls_argument_types(registrations):
+    """One call site, called in turn with arguments of many type
+    combinations — more than a site remembers — each call gets the handler
+    its own argument types select, by any of one to four arguments; a
+    handler registered between runs takes effect at the same site."""
+
+    class Ctx(cassette.Context):
+        pass
+
+    @registrations(cassette.execute, Ctx, math.sqrt, int)
+    def _(ctx, f, x):
+        return ("int", x)
+
+    @registrations(cassette.execute, Ctx, pair, int, float)
+    def _(ctx, f, a, b):
+        return ("int-float", a, b)
+
+    @registrations(cassette.execute, Ctx, pair, int, int)
+    def _(ctx, f, a, b):
+        return ("int-int", a, b)
+
+    @registrations(cassette.execute, Ctx, pair, float, int)
+    def _(ctx, f, a, b):
+        return ("float-int", a, b)
+
+    @registrations(cassette.execute, Ctx, hypot3, float, cassette.ANY, int)
+    def _(ctx, f, x, y, z):
+        return ("z-int", x, y, z)
+
+    @registrations(cassette.execute, Ctx, hypot3, float, cassette.ANY, float)
+    def _(ctx, f, x, y, z):
+        return ("z-float", x, y, z)
+
+    @registrations(cassette.execute, Ctx, max, cassette.Vararg(str))
+    def _(ctx, f, *args):
+        return ("strs", args)
+
+    kinds = [1, 2.5, "s", True, None, 3 + 1j, b"b", (1,), [2], 7, 0.5, "t", False, 1.5, 9, "u",
+             10, 11.0, 12, 13.0]
+
+    def prog(values):
+        out = []
+        for i, a in enumerate(values):
+            for b in values[:8]:
+                z = 2 if i % 2 else 2.0
+                out.append((math.sqrt(a) if type(a) is int else None,
+                            hypot3(a, b, z) if type(a) is float else None,
+                            pair(a, b),
+                            max(str(a), str(b), "m", "n")))
+        return out
+
+    names = {(int, float): "int-float", (int, int): "int-int", (float, int): "float-int"}
+
+    def chosen(a, b):          # bool is an int: it matches int
+        return next((name for (ta, tb), name in names.items()
+                     if isinstance(a, ta) and isinstance(b, tb)), "plain")
+
+    def expected(values):
+        out = []
+        for i, a in enumerate(values):
+            for b in values[:8]:
+                z = 2 if i % 2 else 2.0
+                out.append((("int", a) if type(a) is int else None,
+                            ("z-int" if type(z) is int else "z-float", a, b, z)
+                            if type(a) is float else None,
+                            (chosen(a, b), a, b),
+                            ("strs", (str(a), str(b), "m", "n"))))
+        return out
+
+    assert cassette.overdub(Ctx(), prog, kinds) == expected(kinds)
+
+    @registrations(cassette.execute, Ctx, math.sqrt, float)
+    def _(ctx, f, x):
+        return ("float", x)
+
+    def prog2(values):
+        return [math.sqrt(v) for v in values]
+
+    assert cassette.overdub(Ctx(), prog2, [4, 2.25, 9]) == [("int", 4), ("float", 2.25),
+                                                               ("int", 9)]

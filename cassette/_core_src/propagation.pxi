@@ -198,9 +198,8 @@ cdef object _list_read(Runtime runtime, list container, object index):
     return _make_tagged(runtime._tag, value, (<tuple>part)[1])
 
 
-cdef object _list_write(Runtime runtime, object setitem, list container, object index,
-                        object value):
-    """``setitem(container, index, value)`` with the element's metadata
+cdef object _list_write(Runtime runtime, list container, object index, object value):
+    """``container[index] = value`` with the element's metadata
     recorded, as :func:`_list_read` reads it (a list without a record gets
     one when ``value`` carries metadata); ``_UNRECORDED`` (not done) when
     neither the list has a record nor ``value`` is tagged, ``_UNDECIDED``
@@ -219,7 +218,7 @@ cdef object _list_write(Runtime runtime, object setitem, list container, object 
         if _tag_of(value) is not runtime._tag:
             return _UNDECIDED
         stored = _value_of(value)
-        setitem(container, i, stored)
+        container[i] = stored
         part = (_innermost(stored), _data_of(value))
         if parts is _UNRECORDED:
             parts = [None] * len(container)
@@ -228,7 +227,7 @@ cdef object _list_write(Runtime runtime, object setitem, list container, object 
         else:
             (<list>parts)[i] = part
         return None
-    setitem(container, i, value)
+    container[i] = value
     (<list>parts)[i] = None
     return None
 
@@ -246,7 +245,7 @@ cdef object _list_element(Runtime runtime, object propagate, object f, tuple arg
     if propagate is _getitem_propagator and len(args) == 2:
         out = _list_read(runtime, <list>args[0], args[1])
     elif propagate is _setitem_propagator and len(args) == 3:
-        out = _list_write(runtime, f, <list>args[0], args[1], args[2])
+        out = _list_write(runtime, <list>args[0], args[1], args[2])
     else:
         return _UNDECIDED
     return _UNDECIDED if out is _UNRECORDED else out

@@ -25,30 +25,60 @@ cdef inline object _selection_type(object value, long owned):
     return type(_value_of(value)) if owned else type(value)
 
 
-cdef object _select(object fixed, object selector, dict by_types, object tag, object ctx,
-                    tuple args):
-    """The handler of one hook kind for ``args``: the one that always wins,
-    else the selector's answer — read from its cache by argument types when
-    it has one (``Selector.by_types``, keyed as ``Selector.select`` keys it:
-    the types, then the mask of the arguments tagged with ``tag``, the
-    context's, when there are any), which spares calling ``select``."""
-    cdef PyObject *hit
-    cdef Py_ssize_t n, i
-    cdef long mask = 0
-    cdef long owned
-    if fixed is not None:
-        return fixed
-    if selector is None:
-        return None
-    if by_types is not None:
-        n = len(args)
-        if tag is None:
-            if n == 1:
-                types = (type(args[0]),)
-            elif n == 2:
-                types = (type(args[0]), type(args[1]))
-            else:
-                types = tuple([type(args[i]) for i in range(n)])
+cdef class Choice:
+    """How one hook kind of a :class:`Protocol` chooses its handler: the
+    one that always wins (``fixed``), else the selector's answer — read
+    from its cache by argument types when it has one (``Selector.by_types``,
+    keyed as ``Selector.select`` keys it: the types, then the mask of the
+    arguments tagged with the context's tag when there are any), which
+    spares calling ``select``.  The answers for up to three arguments are
+    also kept here, for the last sixteen combinations of types (compared
+    by identity, without building a key), as operation sites keep theirs."""
+
+    cdef object fixed, selector
+    cdef dict by_types
+    cdef tuple cache
+
+    def __init__(self, selector):
+        self.fixed = self.selector = self.by_types = None
+        self.cache = ()
+        if selector is None:
+            return
+        if selector.unconditional is not None:
+            self.fixed = selector.unconditional
+        else:
+            self.selector = selector
+            self.by_types = selector.by_types
+
+    cdef inline object select(self, object tag, object ctx, tuple args):
+        if self.fixed is not None:
+            return self.fixed
+        if self.selector is None:
+            return None
+        return self._select(tag, ctx, args)
+
+    cdef object _select(self, object tag, object ctx, tuple args):
+        cdef PyObject *hit
+        cdef Py_ssize_t n = len(args), i
+        cdef long mask = 0, owned
+        cdef object ta = None, tb = None, tc = None
+        if self.by_types is None:
+            return self.selector.select(ctx, args)
+        if n <= 3:
+            for i in range(n):
+                owned = _owned(tag, args[i])
+                mask |= owned << i
+                kind = _selection_type(args[i], owned)
+                if i == 0:
+                    ta = kind
+                elif i == 1:
+                    tb = kind
+                else:
+                    tc = kind
+            hit = cassette_cached_handler(self.cache, ta, tb, tc, _MASKS[mask])
+            if hit is not NULL:
+                return <object>hit
+            types = (ta,) if n == 1 else (ta, tb) if n == 2 else (ta, tb, tc) if n == 3 else ()
         else:
             parts = []
             for i in range(n):
@@ -56,10 +86,12 @@ cdef object _select(object fixed, object selector, dict by_types, object tag, ob
                 mask |= owned << i
                 parts.append(_selection_type(args[i], owned))
             types = tuple(parts)
-        hit = PyDict_GetItemWithError(by_types, _by_types_key(types, mask))
-        if hit is not NULL:
-            return <object>hit
-    return selector.select(ctx, args)
+        hit = PyDict_GetItemWithError(self.by_types, _by_types_key(types, mask))
+        if hit is NULL:
+            return self.selector.select(ctx, args)
+        if n <= 3:
+            self.cache = (ta, tb, tc, _MASKS[mask], <object>hit) + self.cache[:75]
+        return <object>hit
 
 
 cdef object _call_prefixed(object f, object a, object b, object c, object d, int nprefix,
@@ -100,18 +132,16 @@ cdef object _call_tuple(object f, tuple args, dict kwargs):
 
 
 cdef class Protocol:
-    """The compiled :class:`dispatch.Plan` of one callee: for each hook kind,
-    the handler that always wins (``*_fixed``) or a selector."""
+    """The compiled :class:`dispatch.Plan` of one callee: how each hook kind
+    chooses its handler."""
 
-    cdef object pre_fixed, pre_sel, exe_fixed, exe_sel
-    cdef object post_fixed, post_sel, fb_fixed, fb_sel
-    cdef dict pre_types, exe_types, post_types, fb_types
+    cdef Choice pre, exe, post, fb
 
     def __init__(self, plan):
-        self.pre_fixed, self.pre_sel, self.pre_types = _split_selector(plan.prehook)
-        self.exe_fixed, self.exe_sel, self.exe_types = _split_selector(plan.execute)
-        self.post_fixed, self.post_sel, self.post_types = _split_selector(plan.posthook)
-        self.fb_fixed, self.fb_sel, self.fb_types = _split_selector(plan.fallback)
+        self.pre = Choice(plan.prehook)
+        self.exe = Choice(plan.execute)
+        self.post = Choice(plan.posthook)
+        self.fb = Choice(plan.fallback)
 
     cdef object run(self, Runtime runtime, object callee, object body,
                     object primitive, tuple args, dict kwargs, object operation=None):
@@ -123,15 +153,15 @@ cdef class Protocol:
         cdef object ctx = runtime.ctx
         cdef object handler
         cdef object out = _OverdubInstead
-        handler = _select(self.pre_fixed, self.pre_sel, self.pre_types, runtime._tag, ctx, args)
+        handler = self.pre.select(runtime._tag, ctx, args)
         if handler is not None:
             runtime.invoke(handler, ctx, callee, None, None, 2, args, kwargs)
-        handler = _select(self.exe_fixed, self.exe_sel, self.exe_types, runtime._tag, ctx, args)
+        handler = self.exe.select(runtime._tag, ctx, args)
         if handler is not None:
             out = runtime.invoke(handler, ctx, callee, None, None, 2, args, kwargs)
         if out is _OverdubInstead:
             out = self.overdub_instead(runtime, callee, body, primitive, args, kwargs, operation)
-        handler = _select(self.post_fixed, self.post_sel, self.post_types, runtime._tag, ctx, args)
+        handler = self.post.select(runtime._tag, ctx, args)
         if handler is not None:
             runtime.invoke(handler, ctx, out, callee, None, 3, args, kwargs)
         return out
@@ -143,8 +173,7 @@ cdef class Protocol:
         cdef object handler
         if body is not None:
             return cassette_credited_call(body, args, kwargs)
-        handler = _select(self.fb_fixed, self.fb_sel, self.fb_types, runtime._tag, runtime.ctx,
-                          args)
+        handler = self.fb.select(runtime._tag, runtime.ctx, args)
         if ((handler is not None or (runtime._tagging and _any_tagged(args)))
                 and operation is not None and not _all_builtin(args)
                 and _operation_has_body(operation, args)):

@@ -68,15 +68,6 @@ cdef inline bint _all_builtin(tuple args):
     return True
 
 
-cdef tuple _split_selector(selector):
-    """``(handler that always wins, selector, its cache by types)``."""
-    if selector is None:
-        return (None, None, None)
-    if selector.unconditional is not None:
-        return (selector.unconditional, None, None)
-    return (None, selector, selector.by_types)
-
-
 cdef class FunctionEntry:
     """A cached decision about a Python function, valid while the function's
     code, defaults, keyword defaults and names are the ones recorded (the

@@ -391,7 +391,7 @@ cdef class OperationSite:
             if (self.is_setitem and type(b) is list and type(c) is int
                     and cassette_builtin_instance(_innermost(a))
                     and self._unhooked_store(a)):
-                out = _list_write(self.runtime, self.callee, b, c, a)
+                out = _list_write(self.runtime, b, c, a)
                 if out is _UNRECORDED:
                     if self._plain_operands(a, None):
                         i = _element_index(<list>b, c)
