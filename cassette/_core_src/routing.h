@@ -241,27 +241,40 @@ static void cassette_install_routing(PyObject *runtime_type, PyObject *acting_co
    lead there is handed to routing.route_argument -- once per class
    version and per function, thanks to a small table of classes already
    seen (a class's version tag changes whenever the class does). */
-#define CASSETTE_SEEN_SIZE 512
+#define CASSETTE_SEEN_BITS 8
+#define CASSETTE_SEEN_SETS (1 << CASSETTE_SEEN_BITS)
 typedef struct { PyTypeObject *type; unsigned int version; } CassetteSeen;
-static CassetteSeen cassette_seen[CASSETTE_SEEN_SIZE];
+/* Two ways per set, the most recently seen first: a program's hot classes
+   whose addresses share a set would otherwise evict each other on every
+   call and send each call to route_argument. */
+static CassetteSeen cassette_seen[CASSETTE_SEEN_SETS][2];
 static PyObject *cassette_route_argument = NULL;   /* routing.route_argument */
 static PyTypeObject *cassette_partial_type = NULL;
 static PyTypeObject *cassette_method_wrapper_type = NULL;
 
+/* Fibonacci hashing: class objects are allocated a fixed size apart, so
+   their low bits alone would crowd a few sets. */
+static inline CassetteSeen *cassette_seen_set(PyTypeObject *tp) {
+    uint64_t h = ((uint64_t)(uintptr_t)tp >> 4) * UINT64_C(0x9E3779B97F4A7C15);
+    return cassette_seen[h >> (64 - CASSETTE_SEEN_BITS)];
+}
+
 static inline int cassette_class_seen(PyTypeObject *tp) {
     unsigned int version = cassette_class_version(tp);
     if (version == 0) return 0;
-    CassetteSeen *slot = &cassette_seen[((uintptr_t)tp >> 4) % CASSETTE_SEEN_SIZE];
-    return slot->type == tp && slot->version == version;
+    CassetteSeen *set = cassette_seen_set(tp);
+    return (set[0].type == tp && set[0].version == version)
+        || (set[1].type == tp && set[1].version == version);
 }
 
 static inline void cassette_class_saw(PyTypeObject *tp) {
     unsigned int version = cassette_class_version(tp);
     if (version == 0)
         return;
-    CassetteSeen *slot = &cassette_seen[((uintptr_t)tp >> 4) % CASSETTE_SEEN_SIZE];
-    slot->type = tp;
-    slot->version = version;
+    CassetteSeen *set = cassette_seen_set(tp);
+    if (set[0].type != tp) set[1] = set[0];
+    set[0].type = tp;
+    set[0].version = version;
 }
 
 /* 0, or -1 with an exception set. */
