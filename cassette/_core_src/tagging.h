@@ -229,37 +229,42 @@ static inline int cassette_api_tagged_by(PyObject *x, PyObject *tag) {
         && *(PyObject **)((char *)x + cassette_tagged_o2) == tag;
 }
 
+/* The tag of the context of a call ``(x, ctx)`` (borrowed) when the call
+   is the common case, else NULL. */
+static inline PyObject *cassette_api_common_tag(PyObject *const *args, Py_ssize_t nargs,
+                                                PyObject *kwnames) {
+    return nargs == 2 && kwnames == NULL ? cassette_api_known_tag(args[1]) : NULL;
+}
+
+/* Slot ``offset`` of ``x`` if ``tag`` tagged it, else ``otherwise`` (a new
+   reference). */
+static inline PyObject *cassette_api_slot_or(PyObject *x, PyObject *tag, Py_ssize_t offset,
+                                             PyObject *otherwise) {
+    PyObject *out = cassette_api_tagged_by(x, tag) ? *(PyObject **)((char *)x + offset)
+                                                   : otherwise;
+    Py_INCREF(out);
+    return out;
+}
+
 static PyObject *cassette_api_untag(PyObject *module, PyObject *const *args, Py_ssize_t nargs,
                                     PyObject *kwnames) {
-    PyObject *tag;
-    if (nargs == 2 && kwnames == NULL && (tag = cassette_api_known_tag(args[1])) != NULL) {
-        PyObject *x = args[0];
-        if (cassette_api_tagged_by(x, tag)) x = *(PyObject **)((char *)x + cassette_tagged_o1);
-        Py_INCREF(x);
-        return x;
-    }
-    return cassette_api_general_untag(module, args, nargs, kwnames);
+    PyObject *tag = cassette_api_common_tag(args, nargs, kwnames);
+    if (tag == NULL) return cassette_api_general_untag(module, args, nargs, kwnames);
+    return cassette_api_slot_or(args[0], tag, cassette_tagged_o1, args[0]);
 }
 
 static PyObject *cassette_api_metadata(PyObject *module, PyObject *const *args,
                                        Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *tag;
-    if (nargs == 2 && kwnames == NULL && (tag = cassette_api_known_tag(args[1])) != NULL) {
-        PyObject *x = args[0];
-        PyObject *data = cassette_api_tagged_by(x, tag)
-            ? *(PyObject **)((char *)x + cassette_tagged_o3) : cassette_api_no_data;
-        Py_INCREF(data);
-        return data;
-    }
-    return cassette_api_general_metadata(module, args, nargs, kwnames);
+    PyObject *tag = cassette_api_common_tag(args, nargs, kwnames);
+    if (tag == NULL) return cassette_api_general_metadata(module, args, nargs, kwnames);
+    return cassette_api_slot_or(args[0], tag, cassette_tagged_o3, cassette_api_no_data);
 }
 
 static PyObject *cassette_api_istagged(PyObject *module, PyObject *const *args,
                                        Py_ssize_t nargs, PyObject *kwnames) {
-    PyObject *tag;
-    if (nargs == 2 && kwnames == NULL && (tag = cassette_api_known_tag(args[1])) != NULL)
-        return PyBool_FromLong(cassette_api_tagged_by(args[0], tag));
-    return cassette_api_general_istagged(module, args, nargs, kwnames);
+    PyObject *tag = cassette_api_common_tag(args, nargs, kwnames);
+    if (tag == NULL) return cassette_api_general_istagged(module, args, nargs, kwnames);
+    return PyBool_FromLong(cassette_api_tagged_by(args[0], tag));
 }
 
 static void cassette_api_note_tagged(PyObject *ctx_type, PyObject *tag, PyObject *primal,
