@@ -52,12 +52,10 @@ cdef void _learn_record_type(object record_type) except *:
 
 cdef tuple _RECORD_SLOTS = ("target", "weak", "items", "attrs")
 
-# Where a bindings cache keeps its count of additions: learnt from the
-# first cache met (-1: not a slot, read by name).
-cdef Py_ssize_t _OFF_ADDITIONS = -2
-
-
-cdef Py_ssize_t _OFF_SWEEP_AT = -1
+# Where a bindings cache keeps its count of additions and its sweep
+# threshold: learnt from the first cache met (-2: not yet; -1: not slots,
+# the count read by name and no record made here).
+cdef Py_ssize_t _OFF_ADDITIONS = -2, _OFF_SWEEP_AT = -1
 
 
 cdef inline object _additions_of(object bindings):
@@ -232,7 +230,7 @@ cdef object _list_write(Runtime runtime, list container, object index, object va
     return None
 
 
-cdef object _list_element(Runtime runtime, object propagate, object f, tuple args):
+cdef object _list_element(Runtime runtime, object propagate, tuple args):
     """``lst[i]`` and ``lst[i] = v`` (``args``, the list first) when the
     propagators of ``getitem`` and ``setitem`` would run: see
     :func:`_list_read` and :func:`_list_write`."""
@@ -295,7 +293,7 @@ cdef object _call_tagged(Runtime runtime, tuple propagation, object f, tuple arg
         if propagation[1]:
             return propagate(ctx, f, args, kwargs or {})
         if not kwargs and len(args) >= 2 and type(args[0]) is list and entries:
-            out = _list_element(runtime, propagate, f, args)
+            out = _list_element(runtime, propagate, args)
             if out is not _UNDECIDED:
                 return out
         for arg in args:
