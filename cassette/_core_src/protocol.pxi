@@ -11,6 +11,14 @@ cdef inline long _owned(object tag, object value) except -1:
 cdef tuple _MASKS = tuple(range(8))     # own masks of up to three operands
 
 
+cdef inline tuple _remembered(tuple cache, object ta, object tb, object tc, object mask,
+                              object handler):
+    """``cache`` (read by ``cassette_cached_handler``) with the answer for
+    types ``ta, tb, tc`` and own mask ``mask`` first, keeping the sixteen
+    most recent."""
+    return (ta, tb, tc, mask, handler) + cache[:75]
+
+
 cdef inline tuple _by_types_key(tuple types, long mask):
     """The key of ``Selector.by_types`` (``dispatch.selection_key``):
     ``types`` — each argument's type, or for one the context tagged the
@@ -90,7 +98,7 @@ cdef class Choice:
         if hit is NULL:
             return self.selector.select(ctx, args)
         if n <= 3:
-            self.cache = (ta, tb, tc, _MASKS[mask], <object>hit) + self.cache[:75]
+            self.cache = _remembered(self.cache, ta, tb, tc, _MASKS[mask], <object>hit)
         return <object>hit
 
 

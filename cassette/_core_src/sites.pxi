@@ -266,7 +266,8 @@ cdef class OperationSite:
         found = PyDict_GetItemWithError(
             self.execute_by_types, _by_types_key((ta, tb) if tc is None else (ta, tb, tc), mask))
         if found is not NULL:
-            self.handler_cache = (ta, tb, tc, mask_, <object>found) + self.handler_cache[:75]
+            self.handler_cache = _remembered(self.handler_cache, ta, tb, tc, mask_,
+                                             <object>found)
         return found
 
     cdef inline bint unhooked(self, object ta, object tb, object tc, long mask):
