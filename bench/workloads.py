@@ -1,6 +1,6 @@
 """The workloads of the benchmark suite.
 
-Two are written here (``fib`` and ``rosenbrock``); the other six are
+Two are written here (``fib`` and ``rosenbrock``); the other fifteen are
 pyperformance's own benchmarks, imported from the *installed* ``pyperformance``
 package (``pyperformance/data-files/benchmarks/bm_*/run_benchmark.py``) with
 importlib — their code is not copied into this repository.  Each pyperformance
@@ -20,6 +20,8 @@ returns the same value.
 import argparse
 import atexit
 import importlib.util
+import io
+import json
 import os
 import sys
 import tempfile
@@ -183,6 +185,136 @@ def deltablue_workload(n=100):
                     observe=lambda _none: bm.planner.current_mark)
 
 
+def raytrace_workload(size=10):
+    bm = pyperformance_benchmark("raytrace")
+    # bench_raytrace(loops, width, height, filename) builds the scene, renders
+    # it and returns the elapsed time; the picture it writes to `filename` is
+    # what is observed, as for chaos.
+    fd, path = tempfile.mkstemp(prefix="cassette-bench-raytrace-", suffix=".ppm")
+    os.close(fd)
+    atexit.register(_remove, path)
+
+    def observe(_elapsed):
+        with open(path, "rb") as image:
+            return image.read()
+
+    return Workload("raytrace", bm.bench_raytrace, (1, size, size, path),
+                    observe=observe)
+
+
+def nqueens_workload(queen_count=6):
+    bm = pyperformance_benchmark("nqueens")
+
+    # bench_n_queens(queen_count) is list(n_queens(queen_count)), discarded;
+    # here the solutions are returned.
+    def nqueens(queen_count):
+        return list(bm.n_queens(queen_count))
+
+    return Workload("nqueens", nqueens, (queen_count,))
+
+
+def fannkuch_workload(n=7):
+    bm = pyperformance_benchmark("fannkuch")
+    # fannkuch(n) returns the maximum number of flips.
+    return Workload("fannkuch", bm.fannkuch, (n,))
+
+
+def go_workload(games=4):
+    bm = pyperformance_benchmark("go")
+
+    # versus_cpu() seeds `random` itself and plays the module global GAMES
+    # random games; the module's move and timestamp counters are global and
+    # grow with every run: every call sets GAMES and starts them from zero,
+    # as at import.  The chosen move and the number of moves played are
+    # observed.
+    def go(games):
+        bm.GAMES = games
+        bm.TIMESTAMP = 0
+        bm.MOVES = 0
+        return bm.versus_cpu(), bm.MOVES
+
+    return Workload("go", go, (games,))
+
+
+def hexiom_workload(level=25):
+    bm = pyperformance_benchmark("hexiom")
+    # main(loops, level) times solve_file and checks its output against the
+    # level's solution; here solve_file runs once, with main's strategy and
+    # order, and the solution it writes is returned.
+    board = bm.LEVELS[level][0].strip()
+
+    def hexiom(board):
+        output = io.StringIO()
+        bm.solve_file(board, bm.Done.FIRST_STRATEGY, bm.DESCENDING, output)
+        return output.getvalue()
+
+    return Workload("hexiom", hexiom, (board,))
+
+
+def json_dumps_workload(divisor=10):
+    bm = pyperformance_benchmark("json_dumps")
+    # main() builds [(obj, range(count)) for each case] and bench_json_dumps
+    # dumps each obj count times, discarding the strings; here every case's
+    # count is divided by `divisor` (at least one dump per case) and the
+    # dumped strings are returned.
+    data = []
+    for case in bm.CASES:
+        obj, count = getattr(bm, case)
+        data.append((obj, range(max(1, count // divisor))))
+
+    def json_dumps(data):
+        dumped = []
+        for obj, count_it in data:
+            for _ in count_it:
+                dumped.append(json.dumps(obj))
+        return dumped
+
+    return Workload("json_dumps", json_dumps, (data,))
+
+
+def unpack_sequence_workload(loops=100):
+    bm = pyperformance_benchmark("unpack_sequence")
+    # bench_all(loops) runs 400 tuple unpackings and then 400 list
+    # unpackings per loop and returns only the elapsed time: there is no
+    # result to compare, so what is observed is that it returned one.
+    return Workload("unpack_sequence", bm.bench_all, (loops,),
+                    observe=lambda elapsed: isinstance(elapsed, float) and elapsed > 0)
+
+
+def generators_workload(n=10000):
+    bm = pyperformance_benchmark("generators")
+    # bench_generators builds tree(range(100000)) once, outside its timed
+    # loop, and iterates it (recursive generators: yield from); here the tree
+    # is built once, of n values, and each call iterates it and returns what
+    # it yielded.
+    tree = bm.tree(range(n))
+
+    def generators(tree):
+        values = []
+        for value in tree:
+            values.append(value)
+        return values
+
+    return Workload("generators", generators, (tree,))
+
+
+def coroutines_workload(n=20):
+    bm = pyperformance_benchmark("coroutines")
+
+    # bench_coroutines drives the recursive coroutine fibonacci(25) with
+    # send(None) until StopIteration; here fibonacci(n), and its value (the
+    # StopIteration's) is returned.
+    def coroutines(n):
+        coro = bm.fibonacci(n)
+        try:
+            while True:
+                coro.send(None)
+        except StopIteration as stop:
+            return stop.value
+
+    return Workload("coroutines", coroutines, (n,))
+
+
 def fib_workload(n=20):
     return Workload("fib", fib, (n,))
 
@@ -200,6 +332,15 @@ BUILDERS = {
     "float": float_workload,
     "chaos": chaos_workload,
     "deltablue": deltablue_workload,
+    "raytrace": raytrace_workload,
+    "nqueens": nqueens_workload,
+    "fannkuch": fannkuch_workload,
+    "go": go_workload,
+    "hexiom": hexiom_workload,
+    "json_dumps": json_dumps_workload,
+    "unpack_sequence": unpack_sequence_workload,
+    "generators": generators_workload,
+    "coroutines": coroutines_workload,
 }
 """Every workload's builder, by name, in the order the suite runs them."""
 

@@ -12,6 +12,7 @@ cdef extern from "Python.h":
         PyObject *func_kwdefaults
         PyObject *func_name
         PyObject *func_qualname
+        PyObject *func_dict
     PyObject *PyEval_GetGlobals()
     Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
     object PyWeakref_NewRef(object, object)
@@ -83,6 +84,7 @@ cdef extern from "_core_src/objects.h":
     enum:
         CASSETTE_API_TAG, CASSETTE_API_UNTAG, CASSETTE_API_ISTAGGED, CASSETTE_API_METADATA
     object cassette_tagging_api(int which, void *entry, object module)
+    object cassette_function_running(object code, object f)
 
 
 cdef extern from "_core_src/sites.h":
@@ -91,6 +93,9 @@ cdef extern from "_core_src/sites.h":
     PyObject *cassette_cached_handler(tuple cache, object ta, object tb, object tc,
                                       object mask)
     Py_ssize_t cassette_refcount(PyObject *obj)
+    PyObject *cassette_bound_builtin_descriptor(object f, object name)
+    void *cassette_builtin_def(object f)
+    const char *cassette_builtin_def_name(object f)
     ctypedef object (*cassette_binary)(object, object)
     cassette_binary cassette_binary_named(const char *name)
 

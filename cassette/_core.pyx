@@ -15,12 +15,13 @@ their C in the headers beside them; the end of this file wires the parts
 together at import.
 """
 
-from cpython.object cimport (PyObject, PyObject_GenericGetAttr, PyObject_GenericSetAttr,
+from cpython.object cimport (PyObject, PyObject_Call, PyObject_GenericGetAttr, PyObject_GenericSetAttr,
                              PyObject_TypeCheck, PyTypeObject)
 from cpython.ref cimport Py_DECREF, Py_INCREF
 cimport cython
 from libc.stdint cimport uint64_t, uintptr_t
 from libc.string cimport memset
+from cpython.dict cimport PyDict_Size
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 
 import functools

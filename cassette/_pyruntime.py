@@ -35,6 +35,11 @@ _EMPTY = dispatch.Plan.empty
 
 CACHE_MAX = engine.RESOLUTION_CACHE_MAX
 
+# In Runtime._recipes: one function of the code was seen; no recipe (when
+# the partials' recipe does not apply).
+_SEEN_ONCE = "seen once"
+_NO_RECIPE = "no recipe"
+
 
 class FunctionEntry:
     """A cached decision (``target``) about a Python function, valid while
@@ -82,6 +87,14 @@ class Runtime:
         self._droppers = {}
         self._tagging = getattr(self.ctx, "tag", None) is not None
         self._chain_tagging = engine.chain_has_tagging(self)
+        # Code bound here, by template; how functions of a code object are
+        # called, by the code's id: (code, recipe), recipe None when
+        # engine.function_recipe said None, or (code, _SEEN_ONCE); the same
+        # for partials (None: not known yet); the callees handlers name.
+        self._codes = {}
+        self._recipes = {}
+        self._partial_recipe = None
+        self._named = engine.named_callees(self)
 
     def release(self):
         """Drop every cache and keep nothing more until :meth:`retain`.
@@ -136,11 +149,9 @@ class Runtime:
             entry = self._functions.get(f)
             if entry is not None and entry.matches(f):
                 return entry.target
-            if f.__closure__ is not None:
-                return self._resolve_closure(f)
-            target = self._target(f)
-            self._keep(self._functions, f, FunctionEntry(f, target))
-            return target
+            return self._resolve_function(f)
+        if type(f) is functools.partial:
+            return self._resolve_partial(f)
         if type(f) is _MethodType:
             # A bound method resolves as its function, bound again.
             inner = self.resolve(f.__func__)
@@ -160,28 +171,84 @@ class Runtime:
             return target
         return self._target(f)
 
-    def _resolve_closure(self, f):
-        """Closures are cached weakly: the entry dies with the closure, so
+    def _resolve_function(self, f):
+        """A Python function not in ``_functions``.  Functions made at run
+        time — closures, lambdas, generator expressions, nested ``def`` —
+        take their code's recipe (``engine.function_recipe``).  They, and
+        closures, are cached weakly: the entry dies with the function, so
         the cache never keeps the program's cells (and what they hold)
-        alive.  A hooked target refers to the closure itself and is not
+        alive.  A hooked target refers to the function itself and is not
         cached."""
         key = id(f)
         entry = self._closures.get(key)
         if entry is not None and entry.ref() is f and entry.matches(f):
             return entry.target
+        code = f.__code__
+        known = self._recipes.get(id(code))
+        recipe = known[1] if known is not None and known[0] is code else None
+        if (type(recipe) is tuple and not f.__dict__
+                and self._named.get(key) is not f):
+            target = self._made_by(recipe, f)
+            if recipe[1] is None and not recipe[2]:
+                self._keep_closure(key, f, target)
+            return target
         target = self._target(f)
-        if (self._retained and target is not f and type(target) is _FunctionType
+        if f.__closure__ is None:
+            self._keep(self._functions, f, FunctionEntry(f, target))
+        elif (target is not f and type(target) is _FunctionType
                 and target.__closure__ is f.__closure__):  # the rewritten body
-            closures = self._closures
-            if len(closures) >= CACHE_MAX:
-                closures.clear()
+            self._keep_closure(key, f, target)
+        if known is None or known[0] is not code:
+            self._keep(self._recipes, id(code), (code, _SEEN_ONCE))
+        elif recipe is _SEEN_ONCE:
+            # The second function of this code: make the recipe.
+            made = engine.function_recipe(self, f)
+            if made is not None:
+                made = (self.bind(made[0]),) + made[1:]
+            self._recipes[id(code)] = (code, made)
+        return target
 
-            def forget(ref, key=key, closures=closures):
-                current = closures.get(key)
-                if current is not None and current.ref is ref:
-                    del closures[key]
+    def _made_by(self, recipe, f):
+        """The target of function ``f`` by its code's recipe."""
+        code, plan, enclosing = recipe
+        target = engine.function_running(code, f)
+        if plan is not None:
+            target = self.hooked(f, plan, target)
+        for outer, outer_plan in enclosing:
+            target = outer.hooked(f, outer_plan, target)
+        return target
 
-            closures[key] = FunctionEntry(f, target, weakref.ref(f, forget))
+    def _keep_closure(self, key, f, target):
+        if not self._retained:
+            return
+        closures = self._closures
+        if len(closures) >= CACHE_MAX:
+            closures.clear()
+
+        def forget(ref, key=key, closures=closures):
+            current = closures.get(key)
+            if current is not None and current.ref is ref:
+                del closures[key]
+
+        closures[key] = FunctionEntry(f, target, weakref.ref(f, forget))
+
+    def _resolve_partial(self, p):
+        """A ``functools.partial`` (never cached: it holds the program's
+        arguments), by the recipe of partials when it applies."""
+        recipe = self._partial_recipe
+        if recipe is None:
+            recipe = engine.partial_recipe(self, p)
+            if recipe is None and self._named.get(id(p)) is p:
+                return self._target(p)      # only this one is named
+            self._partial_recipe = recipe = recipe or _NO_RECIPE
+        if recipe is _NO_RECIPE or self._named.get(id(p)) is p:
+            return self._target(p)
+        plan, enclosing = recipe
+        target = functools.partial(self.resolve(p.func), *p.args, **p.keywords)
+        if plan is not None:
+            target = self.hooked(p, plan, target)
+        for outer, outer_plan in enclosing:
+            target = outer.hooked(p, outer_plan, target)
         return target
 
     def method(self, obj, name):
@@ -316,14 +383,22 @@ class Runtime:
         entry = self._bodies.get(function)
         if entry is not None and entry.matches(function):
             return entry.target
-        body = engine.rewritten_function(function, self)
+        body = engine.function_running(self.bind(engine.template_of(function, self)), function)
         if function.__closure__ is None:
             self._keep(self._bodies, function, FunctionEntry(function, body))
         return body
 
     def bind(self, template, escapes=False):
-        """``template``'s code with its slots bound to this runtime."""
-        return template.bind(self.slot)
+        """``template``'s code with its slots bound to this runtime (the same
+        object each time unless ``escapes``: the code is handed to the
+        user)."""
+        if escapes:
+            return template.bind(self.slot)
+        code = self._codes.get(template)
+        if code is None:
+            code = template.bind(self.slot)
+            self._keep(self._codes, template, code)
+        return code
 
     def adopt(self, ctx):
         """Never: code bound here closes over this runtime's context (its

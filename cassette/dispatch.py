@@ -953,6 +953,13 @@ def could_match(ctx_type, callees):
     return False
 
 
+def named_callees(ctx_type):
+    """The callees that handlers registered for ``ctx_type`` or a base name
+    (every kind but those that do nothing): ``{id(callee): callee}``, cached
+    per context class and generation; not to be modified."""
+    return _summary(ctx_type).callees
+
+
 def has_any_handler(ctx_type):
     """True if any handler (of any kind, class-body hooks included) is
     registered for ``ctx_type`` or one of its bases."""

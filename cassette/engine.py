@@ -141,14 +141,78 @@ def rewritten_function(function, runtime, escapes=False):
     slots bound to ``runtime`` (``Runtime.bind``; ``escapes``: the code is
     handed to the user); same globals, closure, defaults and names, so it
     behaves as the original."""
-    template = template_for(function.__code__, runtime.kinds, runtime.passes, function)
-    clone = types.FunctionType(
-        runtime.bind(template, escapes), function.__globals__, function.__name__,
-        function.__defaults__, function.__closure__,
-    )
+    return function_running(runtime.bind(template_of(function, runtime), escapes), function)
+
+
+def template_of(function, runtime):
+    """The template of ``function``'s code for ``runtime``: rewritten for
+    its kinds, after its passes."""
+    return template_for(function.__code__, runtime.kinds, runtime.passes, function)
+
+
+def function_running(code, function):
+    """A new function running ``code`` with everything else of ``function``:
+    globals, names, defaults, keyword defaults and closure (the Cython core
+    makes the same in C: ``cassette_function_running``)."""
+    clone = types.FunctionType(code, function.__globals__, function.__name__,
+                               function.__defaults__, function.__closure__)
     clone.__kwdefaults__ = function.__kwdefaults__
     clone.__qualname__ = function.__qualname__
     return clone
+
+
+def function_recipe(runtime, f):
+    """How ``runtime`` calls every function that has ``f``'s code and nothing
+    to tell it apart — no handler of the chain names it, it has no
+    attributes — as :func:`target` decides it for each one: the functions a
+    program makes at run time (closures, lambdas, generator expressions,
+    nested ``def``) then cost one new function each, not a decision.
+
+    A tuple ``(template, plan, enclosing)``: the target of such a function
+    ``g`` is ``function_running(runtime.bind(template), g)``; when ``plan`` is not None, wrapped as ``runtime.hooked(g, plan, body)``;
+    then, for each ``(outer, plan)`` of ``enclosing`` in order, as
+    ``outer.hooked(g, plan, inner)`` (see :func:`enclosed`).  None when each
+    function of this code needs :func:`target`."""
+    if type(f) is not types.FunctionType or f.__dict__ or names_callee(runtime, f):
+        return None
+    decision = decide(type(runtime.ctx), f)
+    if decision.plan is None or decision.body != callables.FUNCTION:
+        return None
+    return (template_of(f, runtime), None if decision.plan is _EMPTY else decision.plan,
+            enclosing_plans(runtime, f))
+
+
+def partial_recipe(runtime, partial):
+    """How ``runtime`` calls every ``functools.partial`` that no handler of
+    the chain names, as :func:`target` decides it for each one: a tuple
+    ``(plan, enclosing)`` as :func:`function_recipe`'s, the body being
+    ``functools.partial(runtime.resolve(p.func), *p.args, **p.keywords)``
+    — what :func:`call_partial` calls, resolved when the call is made.
+    None when each partial needs :func:`target`."""
+    if type(partial) is not functools.partial or names_callee(runtime, partial):
+        return None
+    decision = decide(type(runtime.ctx), partial)
+    if decision.plan is None or decision.body != callables.PARTIAL:
+        return None
+    return (None if decision.plan is _EMPTY else decision.plan,
+            enclosing_plans(runtime, partial))
+
+
+def names_callee(runtime, callee):
+    """Whether a handler of ``runtime``'s context or of an enclosing one
+    names ``callee`` itself."""
+    return named_callees(runtime).get(id(callee)) is callee
+
+
+def named_callees(runtime):
+    """The callees that handlers of ``runtime``'s context, or of an
+    enclosing one, name: ``{id(callee): callee}`` (a runtime caches it
+    until the dispatch generation changes)."""
+    named = {}
+    while runtime is not None:
+        named.update(dispatch.named_callees(type(runtime.ctx)))
+        runtime = runtime.parent
+    return named
 
 
 class Decision:
@@ -283,13 +347,22 @@ def enclosed(runtime, callee, inner):
     enclosing one closest: the outer context sees the call like any other
     code's, before the inner context's hooks run.  (A primitive needs no
     wrapping: the nested runtime runs it through the enclosing one.)"""
+    for outer, plan in enclosing_plans(runtime, callee):
+        inner = outer.hooked(callee, plan, inner)
+    return inner
+
+
+def enclosing_plans(runtime, callee):
+    """``(outer runtime, plan)`` for each runtime enclosing ``runtime``, the
+    innermost first, whose context has handlers that apply to ``callee``."""
+    plans = []
     outer = runtime.parent
     while outer is not None:
         plan = dispatch.plan(type(outer.ctx), callee)
         if plan is not _EMPTY:
-            inner = outer.hooked(callee, plan, inner)
+            plans.append((outer, plan))
         outer = outer.parent
-    return inner
+    return tuple(plans)
 
 
 def body_of(runtime, decision):

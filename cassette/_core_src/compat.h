@@ -255,6 +255,18 @@ static inline void cassette_set_function_entry(PyObject *func, vectorcallfunc en
 #endif
 }
 
+/* Whether a function holds an ``__annotate__`` function (PEP 649, 3.14+;
+   none before). */
+static inline int cassette_function_has_annotate(PyObject *func) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313
+    (void)func;
+    return 0;
+#elif CASSETTE_PY == 314 || CASSETTE_PY == 315
+    PyObject *annotate = ((PyFunctionObject *)func)->func_annotate;
+    return annotate != NULL && annotate != Py_None;
+#endif
+}
+
 /* Make instances of an already created class callable through the
    vectorcall function each keeps at `offset`. */
 static inline void cassette_set_type_vectorcall(PyTypeObject *tp, Py_ssize_t offset) {

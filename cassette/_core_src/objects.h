@@ -248,4 +248,21 @@ static PyObject *cassette_tagging_api(int which, void *entry, PyObject *module) 
     return PyCFunction_NewEx(&cassette_api_defs[which], NULL, module);
 }
 
+/* A new function running `code` with everything else of function `f`: its
+   globals, names, defaults, keyword defaults and closure — what
+   ``engine.function_running`` makes, set the way the interpreter's own
+   function constructor sets them.  `code`'s free variables are `f`'s. */
+static PyObject *cassette_function_running(PyObject *code, PyObject *f) {
+    PyFunctionObject *source = (PyFunctionObject *)f;
+    PyObject *made = PyFunction_NewWithQualName(code, source->func_globals,
+                                                source->func_qualname);
+    if (made == NULL) return NULL;
+    PyFunctionObject *clone = (PyFunctionObject *)made;
+    Py_SETREF(clone->func_name, Py_NewRef(source->func_name));
+    Py_XSETREF(clone->func_defaults, Py_XNewRef(source->func_defaults));
+    Py_XSETREF(clone->func_kwdefaults, Py_XNewRef(source->func_kwdefaults));
+    Py_XSETREF(clone->func_closure, Py_XNewRef(source->func_closure));
+    return made;
+}
+
 #endif  /* CASSETTE_CORE_OBJECTS_H */

@@ -277,13 +277,36 @@ static inline void cassette_class_saw(PyTypeObject *tp) {
     set[0].version = version;
 }
 
+/* The code objects of the functions last routed as arguments, by a hash
+   of their address (strong references: an address is not reused while
+   its code is kept).  Another function of one of them -- a lambda or a
+   closure made again -- is routed the same way (cassette.routing's
+   _route_function: the trampoline as its entry) without asking
+   cassette.routing, when it holds no __annotate__ that would need
+   routing too. */
+#define CASSETTE_ROUTED_CODES_BITS 6
+static PyObject *cassette_routed_codes[1 << CASSETTE_ROUTED_CODES_BITS];
+
+static inline PyObject **cassette_routed_code_slot(PyObject *code) {
+    uint64_t address = (uint64_t)(uintptr_t)code;
+    return &cassette_routed_codes[((address >> 4) * 0x9E3779B97F4A7C15ull)
+                                  >> (64 - CASSETTE_ROUTED_CODES_BITS)];
+}
+
 /* 0, or -1 with an exception set. */
 static int cassette_route_one(PyObject *arg) {
     PyTypeObject *tp = Py_TYPE(arg);
     PyTypeObject *cls = NULL;   /* the class to note as seen */
+    PyObject **routed_code = NULL;
     if (tp == &PyFunction_Type) {
         if (cassette_function_entry(arg) != cassette_function_vectorcall)
             return 0;
+        PyObject *code = ((PyFunctionObject *)arg)->func_code;
+        routed_code = cassette_routed_code_slot(code);
+        if (*routed_code == code && !cassette_function_has_annotate(arg)) {
+            cassette_set_function_entry(arg, cassette_trampoline);
+            return 0;
+        }
     } else if (tp == &PyMethod_Type) {
         PyObject *func = PyMethod_GET_FUNCTION(arg);
         PyObject *self = PyMethod_GET_SELF(arg);
@@ -307,6 +330,9 @@ static int cassette_route_one(PyObject *arg) {
     PyObject *done = PyObject_CallOneArg(cassette_route_argument, arg);
     if (done == NULL) PyErr_Clear(); else Py_DECREF(done);
     if (cls != NULL) cassette_class_saw(cls);
+    if (routed_code != NULL && cassette_function_entry(arg) == cassette_trampoline
+            && !cassette_function_has_annotate(arg))
+        Py_XSETREF(*routed_code, Py_NewRef(((PyFunctionObject *)arg)->func_code));
     return 0;
 }
 

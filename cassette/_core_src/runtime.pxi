@@ -4,6 +4,7 @@
 # Part of cassette/_core.pyx (included there; see its map).
 
 cdef object FunctionType = types.FunctionType
+cdef object _partial_type = functools.partial
 cdef object MethodType = types.MethodType
 cdef object MethodWrapperType = types.MethodWrapperType
 cdef object _split_bound = callables.split_bound
@@ -30,10 +31,23 @@ cdef Py_ssize_t _generation = -1
 cdef Py_ssize_t CACHE_MAX = engine.RESOLUTION_CACHE_MAX
 
 #: How many records of lists and tuples a runtime remembers (see
-#: ``Runtime._record_of``).
+#: ``Runtime._record_of``), and how many addresses of functions it resolved
+#: by their code's recipe (``Runtime._seen_before``).
 cdef enum:
     RECENT_RECORDS_BITS = 5
     RECENT_RECORDS = 1 << RECENT_RECORDS_BITS
+    SEEN_FUNCTIONS_BITS = 6
+    SEEN_FUNCTIONS = 1 << SEEN_FUNCTIONS_BITS
+    TRANSIENT_BITS = 8
+    TRANSIENT_ENTRIES = 1 << TRANSIENT_BITS
+
+#: The code flags of functions whose frames can outlive a call (generators,
+#: coroutines, async generators): suspended, they run again later.
+cdef int SUSPENDABLE = 0x20 | 0x80 | 0x200
+
+#: What ``Runtime._recipes`` holds for code whose functions ``engine.target``
+#: decides one by one (``engine.function_recipe`` said None).
+cdef object _NO_RECIPE = object()
 
 
 def _on_generation_change(Py_ssize_t generation):
@@ -68,6 +82,22 @@ cdef inline bint _all_builtin(tuple args):
     return True
 
 
+#: The names of builtin methods, interned, by their PyMethodDef's address.
+cdef dict _BUILTIN_NAMES = {}
+
+
+cdef object _builtin_name(object f):
+    """The name of builtin ``f`` (``__name__`` makes a new string each time)."""
+    key = PyLong_FromVoidPtr(cassette_builtin_def(f))
+    name = _BUILTIN_NAMES.get(key)
+    if name is None:
+        name = sys.intern(cassette_builtin_def_name(f).decode("utf-8"))
+        if len(_BUILTIN_NAMES) >= 4096:
+            _BUILTIN_NAMES.clear()
+        _BUILTIN_NAMES[key] = name
+    return name
+
+
 cdef class FunctionEntry:
     """A cached decision about a Python function, valid while the function's
     code, defaults, keyword defaults and names are the ones recorded (the
@@ -88,8 +118,10 @@ cdef class FunctionEntry:
         self.kwdefaults = function.func_kwdefaults
         self.name = function.func_name
         self.qualname = function.func_qualname
-        self.keep = (f.__code__, f.__defaults__, f.__kwdefaults__,
-                     f.__name__, f.__qualname__)
+        # (Read from the object: reading ``f.__code__`` raises an audit event.)
+        self.keep = (_object_or_none(self.code), _object_or_none(self.defaults),
+                     _object_or_none(self.kwdefaults), _object_or_none(self.name),
+                     _object_or_none(self.qualname))
 
     cdef inline bint matches(self, f):
         cdef PyFunctionObject *function = <PyFunctionObject *>f
@@ -100,20 +132,133 @@ cdef class FunctionEntry:
                 and function.func_qualname is self.qualname)
 
 
+cdef class BoundCode:
+    """A template's code bound to one runtime (``Runtime._bound_code``),
+    shared by every function the runtime makes to run it.  When frames of
+    the code can be suspended, it keeps weak references to those functions:
+    each holds the code once, so any further reference is a frame that
+    could run again (see ``Runtime._idle``)."""
+
+    cdef object template
+    cdef readonly object code
+    cdef list functions     # of weak references; None: not tracked
+
+    def __init__(self, template, code, bint tracked):
+        self.template = template
+        self.code = code
+        self.functions = [] if tracked else None
+
+    cdef object function_like(self, f):
+        """A new function running this code with everything else of ``f``."""
+        clone = cassette_function_running(self.code, f)
+        if self.functions is not None:
+            if len(self.functions) >= 64 and len(self.functions) & (len(self.functions) - 1) == 0:
+                self._prune()
+            self.functions.append(PyWeakref_NewRef(clone, None))
+        return clone
+
+    cdef Py_ssize_t _prune(self) except -1:
+        """Drop the references to dead functions; how many are alive."""
+        self.functions = [ref for ref in self.functions
+                          if cassette_weakref_target(ref) != <PyObject *>None]
+        return len(self.functions)
+
+    cdef bint suspended(self) except -1:
+        """Whether some frame of this code exists beyond the functions'
+        references: running, suspended, or kept by a traceback."""
+        cdef Py_ssize_t alive = self._prune()
+        return cassette_refcount(<PyObject *>self.code) != 1 + alive
+
+
+cdef class FunctionRecipe:
+    """What a runtime calls for each function of one code object that
+    nothing tells apart (``engine.function_recipe``): a new function running
+    the bound code, hooked by ``plan`` when it is not None, then by each
+    enclosing runtime's plan of ``enclosing``."""
+
+    cdef object code          # the program's code (kept: the key is its address)
+    cdef BoundCode bound
+    cdef object plan
+    cdef tuple enclosing
+    cdef bint plain           # the target is the new function itself
+    cdef bint suspendable     # a generator's, coroutine's or async generator's
+
+    cdef object target_for(self, Runtime runtime, f):
+        target = self.bound.function_like(f)
+        if self.plan is not None:
+            target = Hooked(runtime, f, self.plan, target)
+        for outer, plan in self.enclosing:
+            target = Hooked(<Runtime>outer, f, plan, target)
+        return target
+
+
+cdef inline object _object_or_none(PyObject *pointer):
+    return <object>pointer if pointer is not NULL else None
+
+
+cdef class PartialRecipe:
+    """What a runtime calls for each ``functools.partial`` that no handler
+    names (``engine.partial_recipe``): a partial of what the runtime calls
+    for its function, with its arguments, hooked as a FunctionRecipe's
+    target is."""
+
+    cdef object plan
+    cdef tuple enclosing
+
+    def __init__(self, plan, tuple enclosing):
+        self.plan = plan
+        self.enclosing = enclosing
+
+    cdef object target_for(self, Runtime runtime, p):
+        target = PyObject_Call(_partial_type,
+                               (runtime._resolve(p.func),) + <tuple>p.args, p.keywords)
+        if self.plan is not None:
+            target = Hooked(runtime, p, self.plan, target)
+        for outer, plan in self.enclosing:
+            target = Hooked(<Runtime>outer, p, plan, target)
+        return target
+
+
 cdef class Forget:
-    """Weak-reference callback removing a dead closure's cache entry."""
+    """Weak-reference callback removing a dead function's cache entry
+    (called by vectorcall: one is made and called for each function a
+    program makes at run time and calls)."""
 
-    cdef dict closures
-    cdef object key
-
-    def __init__(self, dict closures, key):
-        self.closures = closures
-        self.key = key
+    cdef void *vectorcall      # see cassette_enable_vectorcall
+    cdef list entries
+    cdef Py_ssize_t slot
 
     def __call__(self, ref):
-        entry = self.closures.get(self.key)
+        self.forget(ref)
+
+    cdef forget(self, ref):
+        entry = self.entries[self.slot]
         if entry is not None and (<FunctionEntry>entry).ref is ref:
-            del self.closures[self.key]
+            self.entries[self.slot] = None
+
+
+cdef Forget _forget_entry(list entries, Py_ssize_t slot):
+    """The callback emptying ``entries[slot]`` when its function dies."""
+    cdef Forget forget = Forget.__new__(Forget)
+    forget.entries = entries
+    forget.slot = slot
+    forget.vectorcall = <void *>_forget_vectorcall
+    return forget
+
+
+cdef inline Py_ssize_t _address_slot(void *pointer, int bits) noexcept:
+    """A slot of a table of ``1 << bits`` for ``pointer``: Fibonacci hashing
+    of the address (the low bits of objects of one size repeat)."""
+    return (((<uintptr_t>pointer >> 4) * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))
+
+
+cdef object _forget_vectorcall(object forget, PyObject **args, size_t nargsf,
+                               PyObject *kwnames):
+    if kwnames is not NULL or PyVectorcall_NARGS(nargsf) != 1:
+        return forget(*_positional(args, PyVectorcall_NARGS(nargsf)),
+                      **_keywords(args, PyVectorcall_NARGS(nargsf), kwnames))
+    (<Forget>forget).forget(<object>args[0])
+    return None
 
 
 cdef class Runtime:
@@ -125,7 +270,20 @@ cdef class Runtime:
     cdef readonly tuple passes
     cdef tuple _ctx_types
     cdef Py_ssize_t _generation
-    cdef dict _resolved, _functions, _closures, _bodies, _slots, _droppers
+    cdef dict _resolved, _functions, _bodies, _slots, _droppers
+    # Functions made at run time and called again (FunctionEntry, held
+    # weakly), by a hash of their address.
+    cdef list _transient
+    # Code bound here, by template (BoundCode); what calls functions of a
+    # code object, by the code's address (FunctionRecipe, the code itself
+    # when one function of it was seen, or _NO_RECIPE), and for
+    # ``functools.partial`` objects; the callees handlers name ({id:
+    # callee}, None when there are none); the functions last resolved by a
+    # recipe (weakly).
+    cdef dict _codes, _recipes
+    cdef dict _named
+    cdef object _partial_recipe     # PartialRecipe, _NO_RECIPE or None (not known yet)
+    cdef list _seen_functions
     cdef OperationSite _next_site
     cdef bint _tagging
     cdef bint _chain_tagging
@@ -144,14 +302,16 @@ cdef class Runtime:
     cdef object _negatives_stamp
     # What tells whether another context may adopt this runtime (see
     # ``adopt``): runs in progress, live runtimes nested in this one (each
-    # counts itself in the parent it holds in ``_counted_parent``), weak
-    # references to the code objects bound here, and whether code or the
-    # context itself was handed out.
+    # counts itself in the parent it holds in ``_counted_parent``), the
+    # code bound here whose frames can be suspended (BoundCode), whether
+    # code or the context itself was handed out, and whether the runtime
+    # was ever released.
     cdef Py_ssize_t _depth
     cdef Py_ssize_t _children
     cdef PyObject *_counted_parent
-    cdef list _bound
+    cdef list _suspendable
     cdef bint _handed_out
+    cdef bint _released
     cdef list _propagation_sites
 
     def __init__(self, ctx, parent=None):
@@ -161,7 +321,7 @@ cdef class Runtime:
             (<Runtime>parent)._children += 1
             Py_INCREF(parent)
             self._counted_parent = <PyObject *>parent
-        self._bound = []
+        self._suspendable = []
         self._retained = True
         chain = [type(ctx)]
         outer = parent
@@ -183,8 +343,11 @@ cdef class Runtime:
         self.passes = engine.context_passes(self)
         self._resolved = {}
         self._functions = {}
-        self._closures = {}
+        self._transient = [None] * TRANSIENT_ENTRIES
         self._bodies = {}
+        self._codes = {}
+        self._recipes = {}
+        self._seen_functions = [None] * SEEN_FUNCTIONS
         self._slots = {}
         self._propagation_sites = []
         self._droppers = {}
@@ -195,6 +358,8 @@ cdef class Runtime:
         self._entries = self._bindings.entries if self._tagging else None
         self._forget_recent_records()
         self._chain_tagging = engine.chain_has_tagging(self)
+        self._named = engine.named_callees(self) or None
+        self._partial_recipe = None
 
     cdef void _forget_recent_records(self) noexcept:
         memset(self._recent_targets, 0, sizeof(self._recent_targets))
@@ -249,6 +414,10 @@ cdef class Runtime:
         lives as long as some code bound to it runs."""
         self._retained = False
         self._reset()
+        # The code bound here refers to this runtime: kept, it would keep
+        # it.  Without it, what runs it cannot be told: never adopted again.
+        self._suspendable = []
+        self._released = True
 
     def retain(self):
         """Cache again (the runtime is in use at top level)."""
@@ -298,13 +467,9 @@ cdef class Runtime:
                 entry = <FunctionEntry>hit
                 if entry.matches(f):
                     return entry.target
-            if (<PyFunctionObject *>f).func_closure is not NULL:
-                return self._resolve_closure(f)
-            entry = FunctionEntry()
-            entry.record(f)
-            entry.target = cassette_own_call(engine.target, self, f, 2)
-            self._keep(self._functions, f, entry)
-            return entry.target
+            return self._resolve_function(f)
+        if tp is _partial_type:
+            return self._resolve_partial(f)
         if tp is MethodType:
             # A bound method resolves as its function, bound again.
             function = PyMethod_GET_FUNCTION(f)
@@ -320,6 +485,13 @@ cdef class Runtime:
         if tp is BuiltinFunctionType or tp is MethodWrapperType:
             # A builtin bound to an instance resolves as the descriptor found
             # on its class, bound again.
+            if tp is BuiltinFunctionType:
+                found = cassette_bound_builtin_descriptor(f, _builtin_name(f))
+                if found is not NULL:
+                    inner = self._resolve(<object>found)
+                    if inner is <object>found:
+                        return f
+                    return PyMethod_New(inner, f.__self__)
             callee, owner = _split_bound(f)
             if owner is not NO_SELF:
                 inner = self._resolve(callee)
@@ -334,28 +506,123 @@ cdef class Runtime:
             self._keep(self._resolved, f, target)
         return target
 
-    cdef object _resolve_closure(self, f):
-        """Closures are cached weakly: the entry dies with the closure, so
-        the cache never keeps the program's cells (and what they hold)
-        alive.  A hooked target refers to the closure itself and is not
-        cached."""
+    cdef object _resolve_function(self, f):
+        """A Python function not in ``_functions``.  Functions made at run
+        time — closures, lambdas, generator expressions, nested ``def`` —
+        are new objects of code seen before: the code's recipe makes their
+        target.  Those called more than once, and closures, are cached
+        weakly: the entry dies with the function, so the cache never keeps
+        the program's cells (and what they hold) alive.  A hooked target
+        refers to the function itself and is not cached.  The rest is
+        decided by ``engine.target`` and cached as before (functions
+        without a closure strongly, in ``_functions``)."""
         cdef FunctionEntry entry
-        cdef PyObject *found
-        key = PyLong_FromVoidPtr(<void *>f)
-        found = PyDict_GetItemWithError(self._closures, key)
-        if found is not NULL:
+        cdef FunctionRecipe recipe
+        cdef Py_ssize_t slot = _address_slot(<void *>f, TRANSIENT_BITS)
+        found = self._transient[slot]
+        if found is not None:
             entry = <FunctionEntry>found
             if cassette_weakref_target(entry.ref) is <PyObject *>f and entry.matches(f):
                 return entry.target
+        recipe = self._recipe_for(f)
+        if recipe is not None:
+            target = recipe.target_for(self, f)
+            # Most generator functions a program makes are called once
+            # (generator expressions); other functions are cached at once.
+            if recipe.plain and (not recipe.suspendable or self._seen_before(f)):
+                self._keep_transient(slot, f, target)
+            return target
         target = cassette_own_call(engine.target, self, f, 2)
-        if (self._retained and target is not f and type(target) is FunctionType
-                and target.__closure__ is f.__closure__):   # the rewritten body
+        if (<PyFunctionObject *>f).func_closure is NULL:
             entry = FunctionEntry()
-            entry.ref = PyWeakref_NewRef(f, Forget(self._closures, key))
             entry.record(f)
             entry.target = target
-            self._keep(self._closures, key, entry)
+            self._keep(self._functions, f, entry)
+        elif (target is not f and type(target) is FunctionType
+                and target.__closure__ is f.__closure__):   # the rewritten body
+            self._keep_transient(slot, f, target)
+        self._learn_recipe(f)
         return target
+
+    cdef object _resolve_partial(self, p):
+        """A ``functools.partial`` (never cached: it holds the program's
+        arguments): by the recipe of partials when it applies."""
+        recipe = self._partial_recipe
+        if recipe is None:
+            made = cassette_own_call(engine.partial_recipe, self, p, 2)
+            if made is None:
+                if self._named is not None and self._named.get(id(p)) is p:
+                    # Only this one is named: the next may take the recipe.
+                    return cassette_own_call(engine.target, self, p, 2)
+                recipe = _NO_RECIPE
+            else:
+                recipe = PartialRecipe(*made)
+            self._partial_recipe = recipe
+        if (recipe is _NO_RECIPE
+                or (self._named is not None and self._named.get(id(p)) is p)):
+            return cassette_own_call(engine.target, self, p, 2)
+        return (<PartialRecipe>recipe).target_for(self, p)
+
+    cdef FunctionRecipe _recipe_for(self, f):
+        """The recipe of ``f``'s code, when it applies to ``f``."""
+        cdef PyFunctionObject *function = <PyFunctionObject *>f
+        cdef PyObject *found
+        if function.func_dict is not NULL and PyDict_Size(<object>function.func_dict):
+            return None
+        found = PyDict_GetItemWithError(self._recipes, PyLong_FromVoidPtr(function.func_code))
+        if found is NULL or type(<object>found) is not FunctionRecipe:
+            return None
+        if self._named is not None and self._named.get(id(f)) is f:
+            return None
+        return <FunctionRecipe>found
+
+    cdef _learn_recipe(self, f):
+        """Note ``f``'s code; at the second function of it, make its recipe
+        (a function seen once is usually a module's, called through
+        ``_functions``)."""
+        cdef FunctionRecipe recipe
+        code = f.__code__
+        key = PyLong_FromVoidPtr(<void *>code)
+        found = self._recipes.get(key)
+        if found is None:
+            self._keep(self._recipes, key, code)
+            return
+        if found is not code:
+            return
+        made = cassette_own_call(engine.function_recipe, self, f, 2)
+        if made is None:
+            self._recipes[key] = _NO_RECIPE
+            return
+        template, plan, enclosing = made
+        recipe = FunctionRecipe()
+        recipe.code = code
+        recipe.bound = self._bound_code(template)
+        recipe.plan = plan
+        recipe.enclosing = enclosing
+        recipe.plain = plan is None and not enclosing
+        recipe.suspendable = code.co_flags & SUSPENDABLE
+        self._recipes[key] = recipe
+
+    cdef bint _seen_before(self, f) except -1:
+        """Whether ``f`` is among the functions last resolved by a recipe
+        (noting it if not), which are held weakly: the addresses of the
+        functions a loop makes are reused."""
+        cdef Py_ssize_t slot = _address_slot(<void *>f, SEEN_FUNCTIONS_BITS)
+        ref = self._seen_functions[slot]
+        if ref is not None and cassette_weakref_target(ref) is <PyObject *>f:
+            return True
+        self._seen_functions[slot] = PyWeakref_NewRef(f, None)
+        return False
+
+    cdef _keep_transient(self, Py_ssize_t slot, f, target):
+        cdef FunctionEntry entry
+        if not self._retained:
+            return
+        entry = FunctionEntry.__new__(FunctionEntry)
+        entry.ref = PyWeakref_NewRef(f, _forget_entry(self._transient, slot))
+        entry.record(f)
+        entry.target = target
+        self._transient[slot] = entry
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
@@ -479,7 +746,8 @@ cdef class Runtime:
             entry = <FunctionEntry>found
             if entry.matches(function):
                 return entry.target
-        body = cassette_own_call(engine.rewritten_function, function, self, 2)
+        template = cassette_own_call(engine.template_of, function, self, 2)
+        body = self._bound_code(template).function_like(function)
         if function.__closure__ is None:
             entry = FunctionEntry()
             entry.record(function)
@@ -488,42 +756,57 @@ cdef class Runtime:
         return body
 
     def bind(self, template, escapes=False):
-        """``template``'s code with its slots bound to this runtime; code
-        that is new (the template had slots) is noted for ``adopt``, and
-        ``escapes`` (the code is handed to the user) rules adoption out."""
+        """``template``'s code with its slots bound to this runtime, the
+        same object each time unless ``escapes`` (the code is handed to the
+        user, which rules adoption out)."""
+        if escapes:
+            self._handed_out = True
+            return self._bind_new(template)
+        return self._bound_code(template).code
+
+    cdef BoundCode _bound_code(self, template):
+        cdef PyObject *found = PyDict_GetItemWithError(self._codes, template)
+        cdef BoundCode bound
+        if found is not NULL:
+            return <BoundCode>found
+        code = self._bind_new(template)
+        # Code without slots is the template's own, bound to no runtime.
+        bound = BoundCode(template, code,
+                          code is not template.code and code.co_flags & SUSPENDABLE)
+        if self._retained:
+            self._keep(self._codes, template, bound)
+            if bound.functions is not None:
+                self._suspendable.append(bound)
+        return bound
+
+    cdef object _bind_new(self, template):
         code = template.bind(self.slot)
         loads = template.attribute_loads
         if loads:
             _watch_attribute_loads(code, loads)
-        if escapes:
-            self._handed_out = True
-        elif code is not template.code:
-            if len(self._bound) >= CACHE_MAX:      # dead ones (see _idle)
-                self._bound = [ref for ref in self._bound
-                               if cassette_weakref_target(ref) != <PyObject *>None]
-            self._bound.append(PyWeakref_NewRef(code, None))
         return code
 
     # -- adoption -----------------------------------------------------------
 
     cdef bint _idle(self):
         """Whether nothing can run code bound here: no run in progress, no
-        nested runtime alive, and each bound code object still alive is
-        referred to only once — by the one function this runtime made and
-        keeps (a frame running it, a suspended generator, a traceback
-        would hold another reference)."""
-        cdef PyObject *code
-        cdef list alive = []
-        if self._depth or self._children or self._handed_out:
+        nested runtime alive, nothing handed out, and no frame of code
+        bound here that can be suspended (a generator's, a coroutine's)
+        exists — the frames of other code run only inside a run."""
+        cdef list kept = []
+        cdef bint idle = True
+        cdef BoundCode bound
+        if self._depth or self._children or self._handed_out or self._released:
             return False
-        for ref in self._bound:
-            code = cassette_weakref_target(ref)
-            if code != <PyObject *>None:
-                if cassette_refcount(code) != 1:
-                    return False
-                alive.append(ref)
-        self._bound = alive
-        return True
+        for item in self._suspendable:
+            bound = <BoundCode>item
+            if bound.suspended():
+                idle = False
+            # Kept while a function runs it or a cache may hand it out.
+            if bound.functions or self._codes.get(bound.template) is bound:
+                kept.append(bound)
+        self._suspendable = kept
+        return idle
 
     def adopt(self, ctx):
         """Serve ``ctx`` from now on instead of this runtime's context, and

@@ -19,6 +19,31 @@ static inline int cassette_recordless(PyObject *obj) {
         || t == &PyComplex_Type || t == &PyUnicode_Type;
 }
 
+/* The method descriptor a builtin method bound to an instance was made
+   from (borrowed), as callables.split_bound finds it, when it is the one
+   the instance's class finds first by the method's name (`name`, the
+   interned ml_name); NULL when the builtin is not bound to an instance or
+   its descriptor is found another way (callables.split_bound decides). */
+static inline PyObject *cassette_bound_builtin_descriptor(PyObject *f, PyObject *name) {
+    PyCFunctionObject *function = (PyCFunctionObject *)f;
+    PyObject *owner = function->m_self;
+    if (owner == NULL || PyModule_Check(owner) || PyType_Check(owner)) return NULL;
+    PyObject *found = cassette_type_lookup(Py_TYPE(owner), name);
+    if (found == NULL || Py_TYPE(found) != &PyMethodDescr_Type
+            || ((PyMethodDescrObject *)found)->d_method != function->m_ml)
+        return NULL;
+    return found;
+}
+
+/* The PyMethodDef address of a builtin function, and its name. */
+static inline void *cassette_builtin_def(PyObject *f) {
+    return (void *)((PyCFunctionObject *)f)->m_ml;
+}
+
+static inline const char *cassette_builtin_def_name(PyObject *f) {
+    return ((PyCFunctionObject *)f)->m_ml->ml_name;
+}
+
 /* A site's inline cache of handlers by operand types: a flat tuple of
    (type, type, type or None, own mask, handler or None) entries.  The
    handler for (ta, tb, tc, mask) (borrowed), or NULL when no entry

@@ -146,7 +146,7 @@ cdef object _exit_vectorcall(object exit_, PyObject **args, size_t nargsf, PyObj
 
 
 cdef void _enable_vectorcalls():
-    """Hooked, Instantiation and Exit objects are called by vectorcall (see
+    """Hooked, Instantiation, Exit and Forget objects are called by vectorcall (see
     cassette_enable_vectorcall): their ``vectorcall`` field's offset."""
     cdef Hooked hooked = Hooked.__new__(Hooked)
     cdef Instantiation instantiation = Instantiation.__new__(Instantiation)
@@ -156,6 +156,8 @@ cdef void _enable_vectorcalls():
     cassette_enable_vectorcall(
         Instantiation, <char *>&instantiation.vectorcall - <char *><PyObject *>instantiation)
     cassette_enable_vectorcall(Exit, <char *>&exit_.vectorcall - <char *><PyObject *>exit_)
+    cdef Forget forget = Forget.__new__(Forget)
+    cassette_enable_vectorcall(Forget, <char *>&forget.vectorcall - <char *><PyObject *>forget)
 
 
 
