@@ -40,6 +40,8 @@ cdef enum:
     SEEN_FUNCTIONS = 1 << SEEN_FUNCTIONS_BITS
     TRANSIENT_BITS = 8
     TRANSIENT_ENTRIES = 1 << TRANSIENT_BITS
+    RECENT_CALLEES_BITS = 9
+    RECENT_CALLEES = 1 << RECENT_CALLEES_BITS
 
 #: The code flags of functions whose frames can outlive a call (generators,
 #: coroutines, async generators): suspended, they run again later.
@@ -192,6 +194,14 @@ cdef class FunctionRecipe:
         return target
 
 
+cdef class Recent:
+    """A callee resolved lately and what it resolved to (``Runtime._recent``):
+    a callee ``_functions`` (with its entry) or ``_resolved`` holds."""
+
+    cdef object callee, target
+    cdef FunctionEntry entry      # None: not a function
+
+
 cdef inline object _object_or_none(PyObject *pointer):
     return <object>pointer if pointer is not NULL else None
 
@@ -271,6 +281,9 @@ cdef class Runtime:
     cdef tuple _ctx_types
     cdef Py_ssize_t _generation
     cdef dict _resolved, _functions, _bodies, _slots, _droppers
+    # What ``_functions`` and ``_resolved`` answered last, by a hash of the
+    # callee's address (Recent): most calls are answered here.
+    cdef list _recent
     # Functions made at run time and called again (FunctionEntry, held
     # weakly), by a hash of their address.
     cdef list _transient
@@ -344,6 +357,7 @@ cdef class Runtime:
         self._resolved = {}
         self._functions = {}
         self._transient = [None] * TRANSIENT_ENTRIES
+        self._recent = [None] * RECENT_CALLEES
         self._bodies = {}
         self._codes = {}
         self._recipes = {}
@@ -427,7 +441,20 @@ cdef class Runtime:
         if self._retained:
             if len(cache) >= CACHE_MAX:
                 cache.clear()
+                if cache is self._functions or cache is self._resolved:
+                    self._recent = [None] * RECENT_CALLEES
             cache[key] = value
+
+    cdef inline void _remember(self, Py_ssize_t slot, callee, target,
+                               FunctionEntry entry) except *:
+        """Note in ``_recent`` what ``_functions`` or ``_resolved`` answered."""
+        cdef Recent recent
+        if self._retained:
+            recent = Recent.__new__(Recent)
+            recent.callee = callee
+            recent.target = target
+            recent.entry = entry
+            self._recent[slot] = recent
 
     # -- slots --------------------------------------------------------------
 
@@ -458,14 +485,24 @@ cdef class Runtime:
     cdef object _resolve(self, f):
         cdef PyObject *hit
         cdef FunctionEntry entry
+        cdef Recent recent
+        cdef Py_ssize_t slot
+        cdef PyObject *descriptor
         if self._generation != _generation:
             self._reset()
+        slot = _address_slot(<void *>f, RECENT_CALLEES_BITS)
+        found = self._recent[slot]
+        if found is not None:
+            recent = <Recent>found
+            if recent.callee is f and (recent.entry is None or recent.entry.matches(f)):
+                return recent.target
         tp = type(f)
         if tp is FunctionType:
             hit = PyDict_GetItemWithError(self._functions, f)
             if hit is not NULL:
                 entry = <FunctionEntry>hit
                 if entry.matches(f):
+                    self._remember(slot, f, entry.target, entry)
                     return entry.target
             return self._resolve_function(f)
         if tp is _partial_type:
@@ -481,15 +518,16 @@ cdef class Runtime:
                 or tp is WrapperDescriptorType):
             hit = PyDict_GetItemWithError(self._resolved, f)
             if hit is not NULL:
+                self._remember(slot, f, <object>hit, None)
                 return <object>hit
         if tp is BuiltinFunctionType or tp is MethodWrapperType:
             # A builtin bound to an instance resolves as the descriptor found
             # on its class, bound again.
             if tp is BuiltinFunctionType:
-                found = cassette_bound_builtin_descriptor(f, _builtin_name(f))
-                if found is not NULL:
-                    inner = self._resolve(<object>found)
-                    if inner is <object>found:
+                descriptor = cassette_bound_builtin_descriptor(f, _builtin_name(f))
+                if descriptor is not NULL:
+                    inner = self._resolve(<object>descriptor)
+                    if inner is <object>descriptor:
                         return f
                     return PyMethod_New(inner, f.__self__)
             callee, owner = _split_bound(f)
