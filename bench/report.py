@@ -7,8 +7,13 @@
 For each file: per workload, the median time of ``plain`` and every variant's
 median divided by plain's (the overhead ratio), then the geometric mean of
 each variant's ratios over the workloads — the first number to watch is the
-geometric mean of the ``recursion-only`` ratios.  ``--stat min`` (or ``mean``)
-compares that statistic instead of the median.
+geometric mean of the ``recursion-only`` ratios.  When a run has both
+``counting-prehook`` and ``python-floor``, a last column ("cassette / floor")
+gives their ratio per workload: cassette with a counting hook on every
+operation against the workload's own code rewritten to call a Python hook
+on each call and operator (bench/floor.py), with its geometric mean on a line
+of its own.  ``--stat min`` (or ``mean``) compares that statistic instead of
+the median.
 
 Given two files (a run with the Cython core and one with
 ``CASSETTE_PURE_PYTHON=1``), it also prints, per workload and variant, the
@@ -18,7 +23,9 @@ bench/conftest.py writes into the JSON's machine_info; when that does not
 tell, the first file is taken as the Cython run.
 
 Benchmarks of bench/test_first_call.py (the first overdubbed call in a fresh
-process: plain, cold cache, warm cache) get a table of their own.
+process: plain, cold cache, warm cache) get a table of their own, and so do
+those of bench/test_runtime_functions.py: the extra cost of one function
+made while overdubbed, per kind (see that module).
 
 Standard library only; exits non-zero only on unreadable input.
 """
@@ -29,7 +36,10 @@ import math
 import sys
 
 VARIANTS = ("plain", "recursion-only", "prehook", "counting-prehook",
-            "setprofile", "monitoring")
+            "setprofile", "monitoring", "python-floor")
+
+#: The "cassette / floor" column: this variant's time over that one's.
+CASSETTE_VS_FLOOR = ("counting-prehook", "python-floor")
 
 
 class Run:
@@ -48,11 +58,17 @@ class Run:
         self.medians = {}
         self.workloads = []
         self.first_calls = {}   # workload -> mode -> (median seconds, extra_info)
+        self.runtime_functions = {}  # kind -> (shape, variant) -> (seconds, functions)
         for bench in data.get("benchmarks", []):
             extra = bench.get("extra_info") or {}
             if "first_call_mode" in extra:
                 self.first_calls.setdefault(extra["first_call_workload"], {})[
                     extra["first_call_mode"]] = (bench["stats"][stat], extra)
+                continue
+            if "functions" in extra and "kind" in extra:
+                self.runtime_functions.setdefault(extra["kind"], {})[
+                    extra["shape"], extra["variant"]] = (bench["stats"][stat],
+                                                         extra["functions"])
                 continue
             workload, variant = identify(bench)
             if workload is None:
@@ -71,6 +87,14 @@ class Run:
             return None
         return value / plain
 
+    def between(self, workload, variant, baseline):
+        """``variant``'s statistic over ``baseline``'s, for one workload."""
+        value = self.medians.get((workload, variant))
+        base = self.medians.get((workload, baseline))
+        if value is None or base is None or base <= 0:
+            return None
+        return value / base
+
 
 def identify(bench):
     """(workload, variant) of one benchmark entry, or (None, None)."""
@@ -86,7 +110,7 @@ def identify(bench):
     name = bench.get("name", "")
     if "[" in name and name.endswith("]"):
         ident = name[name.index("[") + 1:-1]
-        for variant in VARIANTS:
+        for variant in sorted(VARIANTS, key=len, reverse=True):   # counting-prehook before prehook
             if ident.endswith("-" + variant):
                 return ident[:-len(variant) - 1], variant
     return None, None
@@ -134,13 +158,21 @@ def workloads_of(runs):
 def ratio_report(run):
     variants = [v for v in variants_of([run]) if v != "plain"]
     header = ["workload", "plain (ms)"] + variants
+    floor = all(v in variants for v in CASSETTE_VS_FLOOR)
+    if floor:
+        header.append("cassette / floor")
     rows = []
     for workload in run.workloads:
         plain = run.medians.get((workload, "plain"))
         rows.append([workload, "-" if plain is None else f"{plain * 1e3:.3f}"]
                     + [fmt_ratio(run.ratio(workload, v)) for v in variants])
+        if floor:
+            rows[-1].append(fmt_ratio(run.between(workload, *CASSETTE_VS_FLOOR)))
     rows.append(["geomean", ""] + [
         fmt_ratio(geomean([run.ratio(w, v) for w in run.workloads])) for v in variants])
+    if floor:
+        rows[-1].append(fmt_ratio(geomean(
+            [run.between(w, *CASSETTE_VS_FLOOR) for w in run.workloads])))
     missing = [f"{w} [{v}]" for w in run.workloads for v in VARIANTS
                if (w, v) not in run.medians and not (v == "monitoring" and version_tuple(run.python) < (3, 12))]
     text = [f"{run.stat.capitalize()} time of each variant / {run.stat} of plain: "
@@ -150,6 +182,11 @@ def ratio_report(run):
     counted = sum(run.ratio(w, "recursion-only") is not None for w in run.workloads)
     text.append(f"geometric mean of the recursion-only ratios: {fmt_ratio(recursion)}"
                 f" over {counted} of {len(run.workloads)} workloads")
+    if floor:
+        versus = [run.between(w, *CASSETTE_VS_FLOOR) for w in run.workloads]
+        text.append("geometric mean of counting-prehook / python-floor (cassette / floor): "
+                    f"{fmt_ratio(geomean(versus))} over "
+                    f"{sum(v is not None for v in versus)} of {len(run.workloads)} workloads")
     if missing:
         text.append("no result (failed, skipped or not run): " + ", ".join(missing))
     return "\n".join(text)
@@ -194,6 +231,27 @@ def first_call_report(run):
     return "\n".join(text)
 
 
+def runtime_function_report(run):
+    """Per kind of function made at run time: what one costs overdubbed over
+    plain, the cost of calling one already seen taken away (see
+    bench/test_runtime_functions.py)."""
+    rows = []
+    for kind, times in run.runtime_functions.items():
+        try:
+            made = times["made", "overdub"][0] - times["made", "plain"][0]
+            hoisted = times["hoisted", "overdub"][0] - times["hoisted", "plain"][0]
+            count = times["made", "plain"][1]
+        except KeyError:
+            continue
+        rows.append([kind, f"{times['made', 'plain'][0] / count * 1e9:.0f}",
+                     f"{times['made', 'overdub'][0] / count * 1e9:.0f}",
+                     f"{(made - hoisted) / count * 1e6:.2f}"])
+    header = ["function made at run time", "plain (ns/iter)", "overdub (ns/iter)",
+              "extra per function (us)"]
+    return (f"Functions made while overdubbed: {run.label()}\n"
+            + table(header, rows))
+
+
 def order_runs(first, second):
     """(cython run, pure run), from the recorded runtimes when they tell."""
     if first.implementation == "python" and second.implementation == "cython":
@@ -227,8 +285,8 @@ def speedup_report(cython, pure):
         f"  Cython run: {cython.label()}",
         f"  pure run:   {pure.label()}",
         table(header, rows),
-        "(plain, setprofile and monitoring do not run cassette code: their "
-        "speedups show run-to-run noise)",
+        "(plain, setprofile, monitoring and python-floor do not run cassette "
+        "code: their speedups show run-to-run noise)",
     ])
 
 
@@ -258,6 +316,9 @@ def main(argv=None):
             print()
         if run.first_calls:
             print(first_call_report(run))
+            print()
+        if run.runtime_functions:
+            print(runtime_function_report(run))
             print()
     if len(runs) == 2:
         print(speedup_report(*runs))

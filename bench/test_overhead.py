@@ -16,7 +16,11 @@ pytest-benchmark group, so their timings print side by side.  Variants:
                     runs for each;
 ``setprofile``      ``sys.setprofile`` with a Python callback counting calls;
 ``monitoring``      ``sys.monitoring`` (3.12+) counting PY_START and CALL
-                    events.
+                    events;
+``python-floor``    no cassette: the workload built from its own modules
+                    rewritten with ``ast`` (bench/floor.py) so that every call
+                    and operator goes through a Python router and a counting
+                    Python hook — the floor for any Python-level hook.
 
 Every variant's result (the workload's observed return value and everything
 it printed) must equal the plain result; a variant that computes something
@@ -33,10 +37,11 @@ import time
 import pytest
 
 import cassette
+import floor
 from workloads import WORKLOAD_NAMES
 
 VARIANTS = ("plain", "recursion-only", "prehook", "counting-prehook",
-            "setprofile", "monitoring")
+            "setprofile", "monitoring", "python-floor")
 
 
 # --------------------------------------------------------------------------
@@ -152,6 +157,22 @@ def monitoring_variant(func, args):
     return run, (lambda: count[0])
 
 
+def python_floor_variant(func, args):
+    """``func`` is the floor workload's (bench/floor.py): its rewritten code
+    calls the counting hook itself; events are the hook calls of one run."""
+    count = floor.COUNT
+    seen = [0]
+
+    def run():
+        start = count[0]
+        try:
+            return func(*args)
+        finally:
+            seen[0] = count[0] - start
+
+    return run, (lambda: seen[0])
+
+
 VARIANT_FACTORIES = {
     "plain": plain_variant,
     "recursion-only": overdub_variant(NeverCtx),
@@ -159,6 +180,7 @@ VARIANT_FACTORIES = {
     "counting-prehook": counting_variant,
     "setprofile": setprofile_variant,
     "monitoring": monitoring_variant,
+    "python-floor": python_floor_variant,
 }
 
 
@@ -210,6 +232,11 @@ def test_overhead(benchmark, workload_table, plain_results, workload, variant):
 
     work = workload_table[workload]
     expected = plain_result(work, plain_results)
+    if variant == "python-floor":
+        # The same workload built by its builder from the rewritten modules:
+        # its func, args and observe (which reads the rewritten modules'
+        # state and files) belong to the rewritten code.
+        work = floor.floor_workload(workload)
     run, events = VARIANT_FACTORIES[variant](work.func, work.args)
 
     start = time.perf_counter()
