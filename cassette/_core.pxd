@@ -85,6 +85,10 @@ cdef extern from "_core_src/objects.h":
         CASSETTE_API_TAG, CASSETTE_API_UNTAG, CASSETTE_API_ISTAGGED, CASSETTE_API_METADATA
     object cassette_tagging_api(int which, void *entry, object module)
     object cassette_function_running(object code, object f)
+    enum:
+        CASSETTE_SLOT_RESOLVE, CASSETTE_SLOT_METHOD
+    void cassette_install_runtime_slots(void *resolve, void *method)
+    object cassette_runtime_slot(int which, object runtime)
 
 
 cdef extern from "_core_src/sites.h":

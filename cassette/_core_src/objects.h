@@ -221,6 +221,29 @@ static PyObject *cassette_propagation_slot(PyObject *site) {
     return PyCFunction_NewEx(&cassette_propagation_slot_def, site, NULL);
 }
 
+/* The runtime's two busiest slots, ``resolve`` (METH_O) and ``method``
+   (METH_FASTCALL), as builtins bound to the runtime: the interpreter's
+   call instruction specializes for them, where a Cython method is called
+   generically. */
+enum { CASSETTE_SLOT_RESOLVE, CASSETTE_SLOT_METHOD };
+
+static PyMethodDef cassette_runtime_slot_defs[] = {
+    {"resolve", NULL, METH_O, "What a call site calls instead of its callee."},
+    {"method", NULL, METH_FASTCALL,
+     "For ``obj.name(...)``: M such that ``M(obj, ...)`` makes the call."},
+};
+
+static void cassette_install_runtime_slots(void *resolve, void *method) {
+    cassette_runtime_slot_defs[CASSETTE_SLOT_RESOLVE].ml_meth =
+        (PyCFunction)(void(*)(void))resolve;
+    cassette_runtime_slot_defs[CASSETTE_SLOT_METHOD].ml_meth =
+        (PyCFunction)(void(*)(void))method;
+}
+
+static PyObject *cassette_runtime_slot(int which, PyObject *runtime) {
+    return PyCFunction_NewEx(&cassette_runtime_slot_defs[which], runtime, NULL);
+}
+
 /* The tagging API's common case (``cassette.tag``, ``untag``, ``istagged``,
    ``metadata``): builtins whose C functions are the core's entries
    (``cassette_tagging_api``), called with their arguments in place — the

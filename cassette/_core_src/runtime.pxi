@@ -194,6 +194,18 @@ cdef class FunctionRecipe:
         return target
 
 
+cdef object _resolve_entry(object runtime, object f):
+    """The ``resolve`` slot's C function (``cassette_runtime_slot``)."""
+    return (<Runtime>runtime)._resolve(f)
+
+
+cdef object _method_entry(object runtime, PyObject **args, Py_ssize_t nargs):
+    """The ``method`` slot's C function (``cassette_runtime_slot``)."""
+    if nargs != 2:
+        raise TypeError(f"method() takes 2 arguments ({nargs} given)")
+    return (<Runtime>runtime)._method(<object>args[0], <object>args[1])
+
+
 cdef class Recent:
     """A callee resolved lately and what it resolved to (``Runtime._recent``):
     a callee ``_functions`` (with its entry) or ``_resolved`` holds."""
@@ -467,7 +479,11 @@ cdef class Runtime:
             if name == "context":
                 self._handed_out = True
                 return self.ctx
-            if name in _STRUCTURAL:
+            if name == "resolve":
+                value = cassette_runtime_slot(CASSETTE_SLOT_RESOLVE, self)
+            elif name == "method":
+                value = cassette_runtime_slot(CASSETTE_SLOT_METHOD, self)
+            elif name in _STRUCTURAL:
                 value = getattr(self, _STRUCTURAL[name])
             elif name in dispatch.TAGGING_SLOTS:
                 site = PropagationSite(self, name)
@@ -664,6 +680,9 @@ cdef class Runtime:
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
+        return self._method(obj, name)
+
+    cdef object _method(self, obj, name):
         cdef PyObject *found = NULL
         cdef int unbound
         if self._chain_tagging and _is_tagged(obj):
