@@ -82,20 +82,43 @@ cdef class Instantiation:
 
     cdef object call(self, tuple args, dict kwargs):
         cls = self.cls
-        obj = _call_tuple(self.runtime.resolve(cls.__new__), (cls,) + args, kwargs)
+        obj = _call_tuple(self.runtime._resolve(cls.__new__), (cls,) + args, kwargs)
         # PyObject_TypeCheck, as type.__call__: no __instancecheck__, no __class__.
         if PyObject_TypeCheck(obj, <PyTypeObject *>cls):
-            initialized = _call_tuple(self.runtime.resolve(type(obj).__init__),
+            initialized = _call_tuple(self.runtime._resolve(type(obj).__init__),
                                       (obj,) + args, kwargs)
-            if initialized is not None:
-                raise TypeError(
-                    f"__init__() should return None, not '{type(initialized).__name__}'")
+            _check_initialized(initialized)
         return obj
+
+    cdef object call_positional(self, PyObject **args, Py_ssize_t nargs):
+        """``call`` for positional arguments only, laid out on the C stack
+        with the class, then the new object, first (``nargs`` < 12)."""
+        cdef PyObject *stack[12]
+        cdef Py_ssize_t i
+        cls = self.cls
+        for i in range(nargs):
+            stack[i + 1] = args[i]
+        stack[0] = <PyObject *>cls
+        obj = PyObject_Vectorcall(self.runtime._resolve(cls.__new__), stack, nargs + 1, NULL)
+        if PyObject_TypeCheck(obj, <PyTypeObject *>cls):
+            stack[0] = <PyObject *>obj
+            initialized = PyObject_Vectorcall(self.runtime._resolve(type(obj).__init__),
+                                              stack, nargs + 1, NULL)
+            _check_initialized(initialized)
+        return obj
+
+
+cdef inline _check_initialized(initialized):
+    if initialized is not None:
+        raise TypeError(
+            f"__init__() should return None, not '{type(initialized).__name__}'")
 
 
 cdef object _instantiation_vectorcall(object instantiation, PyObject **args, size_t nargsf,
                                       PyObject *kwnames):
     cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
+    if kwnames is NULL and nargs < 12:
+        return (<Instantiation>instantiation).call_positional(args, nargs)
     return (<Instantiation>instantiation).call(_positional(args, nargs),
                                                _keywords(args, nargs, kwnames))
 
