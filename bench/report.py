@@ -22,6 +22,9 @@ median).  Which file is which is read from the ``cassette`` entry that
 bench/conftest.py writes into the JSON's machine_info; when that does not
 tell, the first file is taken as the Cython run.
 
+Benchmarks that name a ``suite`` in their extra_info (bench/test_libraries.py:
+"libraries") get a ratio table of their own, after the others'.
+
 Benchmarks of bench/test_first_call.py (the first overdubbed call in a fresh
 process: plain, cold cache, warm cache) get a table of their own, and so do
 those of bench/test_runtime_functions.py: the extra cost of one function
@@ -41,6 +44,10 @@ VARIANTS = ("plain", "recursion-only", "prehook", "counting-prehook",
 #: The "cassette / floor" column: this variant's time over that one's.
 CASSETTE_VS_FLOOR = ("counting-prehook", "python-floor")
 
+#: Titles of the ratio tables of benchmarks whose extra_info names a suite
+#: (benchmarks without one are bench/test_overhead.py's).
+SUITE_TITLES = {"libraries": "Real libraries (bench/test_libraries.py)"}
+
 
 class Run:
     """One pytest-benchmark JSON file: the chosen statistic (seconds; the
@@ -57,6 +64,7 @@ class Run:
         self.python = cassette.get("python") or info.get("python_version", "?")
         self.medians = {}
         self.workloads = []
+        self.suites = {}        # suite ("" for test_overhead.py) -> its workloads
         self.first_calls = {}   # workload -> mode -> (median seconds, extra_info)
         self.runtime_functions = {}  # kind -> (shape, variant) -> (seconds, functions)
         for bench in data.get("benchmarks", []):
@@ -75,6 +83,7 @@ class Run:
                 continue
             if workload not in self.workloads:
                 self.workloads.append(workload)
+                self.suites.setdefault(extra.get("suite", ""), []).append(workload)
             self.medians[workload, variant] = bench["stats"][stat]
 
     def label(self):
@@ -155,38 +164,44 @@ def workloads_of(runs):
     return order
 
 
-def ratio_report(run):
-    variants = [v for v in variants_of([run]) if v != "plain"]
+def ratio_report(run, suite=""):
+    workloads = run.suites.get(suite, [])
+    present = {v for (w, v) in run.medians if w in workloads}
+    variants = [v for v in variants_of([run]) if v != "plain" and v in present]
     header = ["workload", "plain (ms)"] + variants
     floor = all(v in variants for v in CASSETTE_VS_FLOOR)
     if floor:
         header.append("cassette / floor")
     rows = []
-    for workload in run.workloads:
+    for workload in workloads:
         plain = run.medians.get((workload, "plain"))
         rows.append([workload, "-" if plain is None else f"{plain * 1e3:.3f}"]
                     + [fmt_ratio(run.ratio(workload, v)) for v in variants])
         if floor:
             rows[-1].append(fmt_ratio(run.between(workload, *CASSETTE_VS_FLOOR)))
     rows.append(["geomean", ""] + [
-        fmt_ratio(geomean([run.ratio(w, v) for w in run.workloads])) for v in variants])
+        fmt_ratio(geomean([run.ratio(w, v) for w in workloads])) for v in variants])
     if floor:
         rows[-1].append(fmt_ratio(geomean(
-            [run.between(w, *CASSETTE_VS_FLOOR) for w in run.workloads])))
-    missing = [f"{w} [{v}]" for w in run.workloads for v in VARIANTS
+            [run.between(w, *CASSETTE_VS_FLOOR) for w in workloads])))
+    # A suite of its own runs only some of the variants: those it has.
+    expected = [v for v in VARIANTS if not suite or v in present]
+    missing = [f"{w} [{v}]" for w in workloads for v in expected
                if (w, v) not in run.medians and not (v == "monitoring" and version_tuple(run.python) < (3, 12))]
-    text = [f"{run.stat.capitalize()} time of each variant / {run.stat} of plain: "
+    title = SUITE_TITLES.get(suite, suite)
+    text = [(f"{title}: " if title else "")
+            + f"{run.stat.capitalize()} time of each variant / {run.stat} of plain: "
             f"{run.label()}",
             table(header, rows)]
-    recursion = geomean([run.ratio(w, "recursion-only") for w in run.workloads])
-    counted = sum(run.ratio(w, "recursion-only") is not None for w in run.workloads)
+    recursion = geomean([run.ratio(w, "recursion-only") for w in workloads])
+    counted = sum(run.ratio(w, "recursion-only") is not None for w in workloads)
     text.append(f"geometric mean of the recursion-only ratios: {fmt_ratio(recursion)}"
-                f" over {counted} of {len(run.workloads)} workloads")
+                f" over {counted} of {len(workloads)} workloads")
     if floor:
-        versus = [run.between(w, *CASSETTE_VS_FLOOR) for w in run.workloads]
+        versus = [run.between(w, *CASSETTE_VS_FLOOR) for w in workloads]
         text.append("geometric mean of counting-prehook / python-floor (cassette / floor): "
                     f"{fmt_ratio(geomean(versus))} over "
-                    f"{sum(v is not None for v in versus)} of {len(run.workloads)} workloads")
+                    f"{sum(v is not None for v in versus)} of {len(workloads)} workloads")
     if missing:
         text.append("no result (failed, skipped or not run): " + ", ".join(missing))
     return "\n".join(text)
@@ -311,8 +326,8 @@ def main(argv=None):
     if len(runs) == 2:
         runs = list(order_runs(*runs))
     for run in runs:
-        if run.workloads:
-            print(ratio_report(run))
+        for suite in sorted(run.suites, key=bool):     # test_overhead.py's first
+            print(ratio_report(run, suite))
             print()
         if run.first_calls:
             print(first_call_report(run))
