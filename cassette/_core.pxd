@@ -19,6 +19,7 @@ cdef extern from "Python.h":
     object PyMethod_New(object, object)
     PyObject *PyMethod_GET_FUNCTION(object)
     PyObject *PyMethod_GET_SELF(object)
+    PyObject *PyCFunction_GET_SELF(object)
     object PyLong_FromVoidPtr(void *)
     PyObject *PyDict_GetItemWithError(object, object) except? NULL
     object PyObject_Vectorcall(object, PyObject **, size_t, PyObject *)
@@ -98,6 +99,7 @@ cdef extern from "_core_src/sites.h":
                                       object mask)
     Py_ssize_t cassette_refcount(PyObject *obj)
     PyObject *cassette_bound_builtin_descriptor(object f, object name)
+    bint cassette_class_hashed_as_type(object obj)
     void *cassette_builtin_def(object f)
     const char *cassette_builtin_def_name(object f)
     ctypedef object (*cassette_binary)(object, object)

@@ -156,7 +156,8 @@ class Runtime:
             # A bound method resolves as its function, bound again.
             inner = self.resolve(f.__func__)
             return f if inner is f.__func__ else _MethodType(inner, f.__self__)
-        if type(f) is _BuiltinMethodType or type(f) is _MethodWrapperType:
+        if (type(f) is _BuiltinMethodType or type(f) is _MethodWrapperType
+                or type(f) is callables.BuiltinCMethodType):
             # A builtin bound to an instance resolves as the descriptor found
             # on its class, bound again.
             callee, owner = callables.split_bound(f)

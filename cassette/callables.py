@@ -13,6 +13,7 @@ import functools
 import gc
 import inspect
 import os
+import re
 import sys
 import types
 import weakref
@@ -20,6 +21,10 @@ import weakref
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 BuiltinMethodType = types.BuiltinMethodType
+#: The builtins of methods that know their defining class (``METH_METHOD``,
+#: a subtype of ``BuiltinMethodType``: ``re.Pattern.match`` bound to a
+#: pattern on 3.12+), which behave as builtins in every other way.
+BuiltinCMethodType = type(re.compile("").match)
 FunctionType = types.FunctionType
 MethodType = types.MethodType
 ModuleType = types.ModuleType
@@ -142,7 +147,7 @@ def split_bound(f):
     kind = type(f)
     if kind is MethodType:
         return f.__func__, f.__self__
-    if kind is BuiltinMethodType or kind is MethodWrapperType:
+    if kind is BuiltinMethodType or kind is MethodWrapperType or kind is BuiltinCMethodType:
         owner = f.__self__
         if owner is None or type(owner) is ModuleType:
             return f, NO_SELF
@@ -674,7 +679,12 @@ def is_stable(f):
         return f.__closure__ is None
     if kind is type:
         return True
-    if kind is BuiltinMethodType:
+    if type_flags(kind) & TYPE_SUBCLASS_FLAG:
+        # A class of another metaclass (ABCMeta, EnumType …): hashed and
+        # compared as ``type`` does, unless its metaclass says otherwise.
+        return (lookup_on_type(kind, "__hash__") is _TYPE_HASH
+                and lookup_on_type(kind, "__eq__") is _TYPE_EQ)
+    if kind is BuiltinMethodType or kind is BuiltinCMethodType:
         owner = f.__self__
         if owner is None or ModuleType in class_mro(type(owner)):
             return True
@@ -683,6 +693,10 @@ def is_stable(f):
         return is_class(owner) and class_dict(owner).get(f.__name__) is f
     return kind in _STABLE_TYPES
 
+
+# What ``type`` hashes and compares classes with (found along its MRO).
+_TYPE_HASH = lookup_on_type(type, "__hash__")
+_TYPE_EQ = lookup_on_type(type, "__eq__")
 
 _STABLE_TYPES = frozenset({
     types.MethodDescriptorType, types.WrapperDescriptorType,

@@ -9,6 +9,7 @@ cdef object MethodType = types.MethodType
 cdef object MethodWrapperType = types.MethodWrapperType
 cdef object _split_bound = callables.split_bound
 cdef object BuiltinFunctionType = types.BuiltinFunctionType
+cdef object _BuiltinCMethodType = callables.BuiltinCMethodType
 cdef object MethodDescriptorType = types.MethodDescriptorType
 cdef object WrapperDescriptorType = types.WrapperDescriptorType
 cdef object NO_SELF = callables.NO_SELF
@@ -531,15 +532,16 @@ cdef class Runtime:
                 return f
             return PyMethod_New(inner, <object>PyMethod_GET_SELF(f))
         if (tp is type or tp is BuiltinFunctionType or tp is MethodDescriptorType
-                or tp is WrapperDescriptorType):
+                or tp is WrapperDescriptorType or tp is _BuiltinCMethodType
+                or cassette_class_hashed_as_type(f)):
             hit = PyDict_GetItemWithError(self._resolved, f)
             if hit is not NULL:
                 self._remember(slot, f, <object>hit, None)
                 return <object>hit
-        if tp is BuiltinFunctionType or tp is MethodWrapperType:
+        if tp is BuiltinFunctionType or tp is MethodWrapperType or tp is _BuiltinCMethodType:
             # A builtin bound to an instance resolves as the descriptor found
             # on its class, bound again.
-            if tp is BuiltinFunctionType:
+            if tp is not MethodWrapperType:
                 descriptor = cassette_bound_builtin_descriptor(f, _builtin_name(f))
                 if descriptor is not NULL:
                     inner = self._resolve(<object>descriptor)
@@ -689,11 +691,22 @@ cdef class Runtime:
             method = engine.tagged_method(self, obj, name)
             if method is not None:
                 return method
+        cdef PyObject *descriptor
         unbound = cassette_get_method(obj, name, &found)
         attribute = <object>found
         Py_DECREF(attribute)
         if unbound:
             return self._resolve(attribute)
+        # Where the lookup binds (3.13+), a method bound to ``obj`` is
+        # called unbound, as the interpreter's method lookup would give it.
+        tp = type(attribute)
+        if tp is MethodType:
+            if PyMethod_GET_SELF(attribute) is <PyObject *>obj:
+                return self._resolve(<object>PyMethod_GET_FUNCTION(attribute))
+        elif tp is BuiltinFunctionType or tp is _BuiltinCMethodType:
+            descriptor = cassette_bound_builtin_descriptor(attribute, _builtin_name(attribute))
+            if descriptor is not NULL and PyCFunction_GET_SELF(attribute) is <PyObject *>obj:
+                return self._resolve(<object>descriptor)
         return self._dropper(self._resolve(attribute))
 
     def split(self, bound):

@@ -35,6 +35,16 @@ static inline PyObject *cassette_bound_builtin_descriptor(PyObject *f, PyObject 
     return found;
 }
 
+/* A class of a metaclass other than type that hashes and compares as
+   type does (ABCMeta, EnumType): a dictionary lookup of it runs no
+   Python code (callables.is_stable says the same). */
+static inline int cassette_class_hashed_as_type(PyObject *obj) {
+    PyTypeObject *meta = Py_TYPE(obj);
+    return meta != &PyType_Type && PyType_Check(obj)
+        && meta->tp_hash == PyType_Type.tp_hash
+        && meta->tp_richcompare == PyType_Type.tp_richcompare;
+}
+
 /* The PyMethodDef address of a builtin function, and its name. */
 static inline void *cassette_builtin_def(PyObject *f) {
     return (void *)((PyCFunctionObject *)f)->m_ml;
