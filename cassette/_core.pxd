@@ -43,7 +43,6 @@ cdef extern from "_core_src/compat.h":
 
 
 cdef extern from "_core_src/budget.h":
-    object cassette_own_call(object helper, object first, object second, size_t nargs)
     object cassette_credited_call(object f, object args, object kwargs)
     object cassette_primitive_call_tuple(object f, tuple args, object kwargs)
     int cassette_handler_credit(object handler)
@@ -55,6 +54,7 @@ cdef extern from "_core_src/entry.h":
 
 
 cdef extern from "_core_src/routing.h":
+    object cassette_own_call(object helper, object first, object second, size_t nargs)
     void *cassette_current_frame()
     void *cassette_set_barrier(void *frame)
     void *cassette_set_handler(void *handler)

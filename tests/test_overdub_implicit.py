@@ -790,3 +790,47 @@ def test_plain_code_keeps_its_recursion_depth_after_routing():
         assert Tower().down(n=4000) == 4000
     finally:
         sys.setrecursionlimit(limit)
+
+
+REPLACED_HELPER = '''
+import cassette
+from cassette import engine, routing
+
+class Nothing(cassette.Context):
+    pass
+
+def leaf(x):
+    return x + 1
+
+def program(x):
+    return leaf(x) * 2
+
+original = engine.target
+calls = []
+
+def replacement(runtime, f):
+    calls.append(f)
+    return original(runtime, f)
+
+routing.route_argument(replacement)     # as any function a primitive is handed
+engine.target = replacement
+print(cassette.overdub(Nothing(), program, 3), leaf in calls)
+'''
+
+
+def test_a_routed_function_standing_in_for_cassettes_own_is_not_redirected(tmp_path):
+    """Cassette's own work calls its helpers with the running frame as the
+    barrier: a helper a program replaced with a routed function of its own
+    runs as called.  Redirected to the runtime asking for it, it would
+    resolve itself forever (a C stack overflow: this crashed)."""
+    import subprocess
+    script = tmp_path / "replaced_helper.py"
+    script.write_text(REPLACED_HELPER)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == [str(program_plain(3)), "True"]
+
+
+def program_plain(x):
+    return (x + 1) * 2

@@ -19,20 +19,18 @@
    runs away through every construct). */
 
 /* Cassette's own work done for the program (rewriting a code object, a
-   lookup, routing a class): helper(first) or helper(first, second), with
-   frames lent for it.  The program may be at its recursion limit where a
-   plain run needs no frame at all (a first call, a `with`, an exception
-   handler): cassette's frames must not fail there, nor spend the program's
-   budget.  Unlike raising the limit, taking the frames back never fails,
-   even at a depth above the program's limit, and other threads keep their
-   budgets.  The helper must not run program code (which would then get
-   the lent frames too).  Never inlined: it runs on the slow paths (a cache miss) of
-   functions whose fast paths must stay small. */
+   lookup, routing a class): helper(*args), with frames lent for it (see
+   routing.h's cassette_own_call).  The program may be at its recursion
+   limit where a plain run needs no frame at all (a first call, a `with`,
+   an exception handler): cassette's frames must not fail there, nor spend
+   the program's budget.  Unlike raising the limit, taking the frames back
+   never fails, even at a depth above the program's limit, and other
+   threads keep their budgets.  The helper must not run program code
+   (which would then get the lent frames too). */
 #define CASSETTE_LENT_FRAMES 50
 
-static Py_NO_INLINE PyObject *cassette_own_call(PyObject *helper, PyObject *first,
-                                                PyObject *second, size_t nargs) {
-    PyObject *args[2] = {first, second};
+static inline PyObject *cassette_lent_call(PyObject *helper, PyObject *const *args,
+                                           size_t nargs) {
     cassette_credit_python_frames(CASSETTE_LENT_FRAMES);
     PyObject *result = PyObject_Vectorcall(helper, args, nargs, NULL);
     cassette_credit_python_frames(-CASSETTE_LENT_FRAMES);

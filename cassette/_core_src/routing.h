@@ -7,6 +7,7 @@
 #define CASSETTE_CORE_ROUTING_H
 
 #include "compat.h"
+#include "budget.h"
 
 /* Routing.  The interpreter calls Python functions on its own -- the
    Python __add__ behind `a + b`, a sort key, a property getter, an
@@ -54,6 +55,23 @@ static inline void *cassette_set_handler(void *handler) {
     void *previous = cassette_handler;
     cassette_handler = handler;
     return previous;
+}
+
+/* Cassette's own work done for the program: helper(first) or
+   helper(first, second), with frames lent for it (budget.h), the running
+   frame the barrier meanwhile: nothing it calls is an operation of the
+   program — not even a helper that is itself a routed function (a
+   program may replace one of cassette's functions with its own), which
+   would otherwise be redirected to the runtime that called it, and so
+   forever.  Never inlined: it runs on the slow paths (a cache miss) of
+   functions whose fast paths must stay small. */
+static Py_NO_INLINE PyObject *cassette_own_call(PyObject *helper, PyObject *first,
+                                                PyObject *second, size_t nargs) {
+    PyObject *args[2] = {first, second};
+    void *barrier_before = cassette_set_barrier(cassette_current_frame());
+    PyObject *result = cassette_lent_call(helper, args, nargs);
+    cassette_set_barrier(barrier_before);
+    return result;
 }
 
 /* Is `frame` (a frame object) the barrier: the frame whose calls,
