@@ -38,8 +38,8 @@ import json
 import math
 import sys
 
-VARIANTS = ("plain", "recursion-only", "prehook", "counting-prehook",
-            "setprofile", "monitoring", "python-floor")
+VARIANTS = ("plain", "recursion-only", "one-callee-prehook", "prehook", "counting-prehook",
+            "counting-pre-post", "setprofile", "monitoring", "python-floor")
 
 #: The "cassette / floor" column: this variant's time over that one's.
 CASSETTE_VS_FLOOR = ("counting-prehook", "python-floor")

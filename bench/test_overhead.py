@@ -14,13 +14,17 @@ pytest-benchmark group, so their timings print side by side.  Variants:
 ``counting-prehook`` a catch-all ``prehook`` that counts operations: every
                     operation of reference §3.1 is intercepted and a Python hook
                     runs for each;
+``counting-pre-post`` the same with a counting catch-all ``posthook`` too;
+``one-callee-prehook`` a ``prehook`` registered for one function no workload
+                    calls: what a hook for one callee costs other code;
 ``setprofile``      ``sys.setprofile`` with a Python callback counting calls;
 ``monitoring``      ``sys.monitoring`` (3.12+) counting PY_START and CALL
                     events;
 ``python-floor``    no cassette: the workload built from its own modules
                     rewritten with ``ast`` (bench/floor.py) so that every call
-                    and operator goes through a Python router and a counting
-                    Python hook — the floor for any Python-level hook.
+                    and operator goes through one small Python function that
+                    counts it and makes it — the floor for any Python-level
+                    hook.
 
 Every variant's result (the workload's observed return value and everything
 it printed) must equal the plain result; a variant that computes something
@@ -40,8 +44,8 @@ import cassette
 import floor
 from workloads import WORKLOAD_NAMES
 
-VARIANTS = ("plain", "recursion-only", "prehook", "counting-prehook",
-            "setprofile", "monitoring", "python-floor")
+VARIANTS = ("plain", "recursion-only", "one-callee-prehook", "prehook", "counting-prehook",
+            "counting-pre-post", "setprofile", "monitoring", "python-floor")
 
 
 # --------------------------------------------------------------------------
@@ -63,6 +67,16 @@ def _never_execute(ctx, f, *args, **kwargs):
     raise AssertionError("bench: NeverCtx's execute handler ran")
 
 
+class OneCalleePrehookCtx(cassette.Context):
+    """A prehook registered for one callee, which no workload calls: what a
+    hook for one function costs the code that never calls it."""
+
+
+@cassette.prehook.register(OneCalleePrehookCtx, _never_called)
+def _never_prehook(ctx, f, *args, **kwargs):
+    raise AssertionError("bench: OneCalleePrehookCtx's prehook ran")
+
+
 class PrehookCtx(cassette.Context):
     """A context with a no-op catch-all prehook."""
 
@@ -74,6 +88,16 @@ class CountingPrehookCtx(cassette.Context):
     """A catch-all prehook that does something: counts every operation."""
 
     def prehook(self, f, *args, **kwargs):
+        self.metadata[0] += 1
+
+
+class CountingPrePostCtx(cassette.Context):
+    """A catch-all prehook and a catch-all posthook, each counting."""
+
+    def prehook(self, f, *args, **kwargs):
+        self.metadata[0] += 1
+
+    def posthook(self, output, f, /, *args, **kwargs):
         self.metadata[0] += 1
 
 
@@ -94,10 +118,14 @@ def overdub_variant(ctx_type):
     return variant
 
 
-def counting_variant(func, args):
-    ctx = CountingPrehookCtx(metadata=[0])
+def counting_variant(func, args, ctx_type=CountingPrehookCtx):
+    ctx = ctx_type(metadata=[0])
     overdub = cassette.overdub
     return (lambda: overdub(ctx, func, *args)), (lambda: ctx.metadata[0])
+
+
+def counting_pre_post_variant(func, args):
+    return counting_variant(func, args, CountingPrePostCtx)
 
 
 def setprofile_variant(func, args):
@@ -176,8 +204,10 @@ def python_floor_variant(func, args):
 VARIANT_FACTORIES = {
     "plain": plain_variant,
     "recursion-only": overdub_variant(NeverCtx),
+    "one-callee-prehook": overdub_variant(OneCalleePrehookCtx),
     "prehook": overdub_variant(PrehookCtx),
     "counting-prehook": counting_variant,
+    "counting-pre-post": counting_pre_post_variant,
     "setprofile": setprofile_variant,
     "monitoring": monitoring_variant,
     "python-floor": python_floor_variant,
