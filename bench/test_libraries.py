@@ -20,12 +20,11 @@ bench/report.py prints this suite's ratio table on its own.  Nothing here
 asserts on timings.
 """
 
-import time
 
 import pytest
 
 import libraries
-from test_overhead import VARIANT_FACTORIES, check, observed
+from test_overhead import VARIANT_FACTORIES, measure, observed
 
 VARIANTS = ("plain", "recursion-only", "counting-prehook")
 SUITE = "libraries"
@@ -68,16 +67,4 @@ def test_library(benchmark, library_table, library_plain_results, workload, vari
 
     work = library_table[workload]
     expected = plain_result(work, library_plain_results)
-    run, events = VARIANT_FACTORIES[variant](work.func, work.args)
-
-    start = time.perf_counter()
-    first = observed(run, work)
-    benchmark.extra_info["first_call_ms"] = (time.perf_counter() - start) * 1e3
-    check(first, expected, work, variant, "(first call)")
-    if events is not None:
-        per_call = events()
-        benchmark.extra_info["events_per_call"] = per_call
-        assert per_call > 0, f"{variant} saw no events: the instrumentation did not run"
-
-    result = benchmark(observed, run, work)
-    check(result, expected, work, variant, "(measured rounds)")
+    measure(benchmark, work, variant, expected)

@@ -267,6 +267,13 @@ def test_overhead(benchmark, workload_table, plain_results, workload, variant):
         # its func, args and observe (which reads the rewritten modules'
         # state and files) belong to the rewritten code.
         work = floor.floor_workload(workload)
+    measure(benchmark, work, variant, expected)
+
+
+def measure(benchmark, work, variant, expected):
+    """Benchmark ``work`` under ``variant``: a warm-up call (timed once, as
+    ``first_call_ms``), then the measured rounds, each result checked
+    against ``expected``; ``events_per_call`` when the variant counts."""
     run, events = VARIANT_FACTORIES[variant](work.func, work.args)
 
     start = time.perf_counter()
