@@ -212,12 +212,7 @@ class Runtime:
     def _made_by(self, recipe, f):
         """The target of function ``f`` by its code's recipe."""
         code, plan, enclosing = recipe
-        target = engine.function_running(code, f)
-        if plan is not None:
-            target = self.hooked(f, plan, target)
-        for outer, outer_plan in enclosing:
-            target = outer.hooked(f, outer_plan, target)
-        return target
+        return engine.hooked_as(self, f, plan, enclosing, engine.function_running(code, f))
 
     def _keep_closure(self, key, f, target):
         if not self._retained:
@@ -245,12 +240,8 @@ class Runtime:
         if recipe is _NO_RECIPE or self._named.get(id(p)) is p:
             return self._target(p)
         plan, enclosing = recipe
-        target = functools.partial(self.resolve(p.func), *p.args, **p.keywords)
-        if plan is not None:
-            target = self.hooked(p, plan, target)
-        for outer, outer_plan in enclosing:
-            target = outer.hooked(p, outer_plan, target)
-        return target
+        return engine.hooked_as(self, p, plan, enclosing,
+                                functools.partial(self.resolve(p.func), *p.args, **p.keywords))
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""

@@ -347,9 +347,19 @@ def enclosed(runtime, callee, inner):
     enclosing one closest: the outer context sees the call like any other
     code's, before the inner context's hooks run.  (A primitive needs no
     wrapping: the nested runtime runs it through the enclosing one.)"""
-    for outer, plan in enclosing_plans(runtime, callee):
-        inner = outer.hooked(callee, plan, inner)
-    return inner
+    return hooked_as(runtime, callee, None, enclosing_plans(runtime, callee), inner)
+
+
+def hooked_as(runtime, callee, plan, enclosing, body):
+    """``body`` — what runs for ``callee`` — hooked by ``runtime``'s ``plan``
+    (unless None), then by each ``(outer, plan)`` of ``enclosing``, the
+    innermost first: how a recipe's target is made (the Cython core's
+    ``_hooked_as``)."""
+    if plan is not None:
+        body = runtime.hooked(callee, plan, body)
+    for outer, outer_plan in enclosing:
+        body = outer.hooked(callee, outer_plan, body)
+    return body
 
 
 def enclosing_plans(runtime, callee):

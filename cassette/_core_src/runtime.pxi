@@ -187,12 +187,17 @@ cdef class FunctionRecipe:
     cdef bint suspendable     # a generator's, coroutine's or async generator's
 
     cdef object target_for(self, Runtime runtime, f):
-        target = self.bound.function_like(f)
-        if self.plan is not None:
-            target = Hooked(runtime, f, self.plan, target)
-        for outer, plan in self.enclosing:
-            target = Hooked(<Runtime>outer, f, plan, target)
-        return target
+        return _hooked_as(runtime, f, self.plan, self.enclosing, self.bound.function_like(f))
+
+
+cdef object _hooked_as(Runtime runtime, callee, plan, tuple enclosing, target):
+    """``target`` hooked by ``plan`` (unless None), then by each ``(outer,
+    plan)`` of ``enclosing``, as a recipe says (``engine.hooked_as``)."""
+    if plan is not None:
+        target = Hooked(runtime, callee, plan, target)
+    for outer, outer_plan in enclosing:
+        target = Hooked(<Runtime>outer, callee, outer_plan, target)
+    return target
 
 
 cdef object _resolve_entry(object runtime, object f):
@@ -233,13 +238,9 @@ cdef class PartialRecipe:
         self.enclosing = enclosing
 
     cdef object target_for(self, Runtime runtime, p):
-        target = PyObject_Call(_partial_type,
-                               (runtime._resolve(p.func),) + <tuple>p.args, p.keywords)
-        if self.plan is not None:
-            target = Hooked(runtime, p, self.plan, target)
-        for outer, plan in self.enclosing:
-            target = Hooked(<Runtime>outer, p, plan, target)
-        return target
+        return _hooked_as(runtime, p, self.plan, self.enclosing,
+                          PyObject_Call(_partial_type, (runtime._resolve(p.func),)
+                                        + <tuple>p.args, p.keywords))
 
 
 cdef class Forget:
@@ -404,10 +405,7 @@ cdef class Runtime:
         tagged run reads carries no metadata, and is asked about on every
         element read and write."""
         cdef uintptr_t address = <uintptr_t><void *>target
-        # Fibonacci hashing: the addresses of lists, spaced by their size
-        # class, would share a few slots if their low bits were used.
-        cdef Py_ssize_t slot = (((address >> 4) * <uint64_t>0x9E3779B97F4A7C15)
-                                >> (64 - RECENT_RECORDS_BITS))
+        cdef Py_ssize_t slot = _address_slot(<void *>target, RECENT_RECORDS_BITS)
         cdef object stamp
         if self._recent_targets[slot] == address:
             record = self._recent_records[slot]
