@@ -231,13 +231,12 @@ class Runtime:
     def _resolve_partial(self, p):
         """A ``functools.partial`` (never cached: it holds the program's
         arguments), by the recipe of partials when it applies."""
+        if self._named.get(id(p)) is p:
+            return self._target(p)          # decided by itself
         recipe = self._partial_recipe
         if recipe is None:
-            recipe = engine.partial_recipe(self, p)
-            if recipe is None and self._named.get(id(p)) is p:
-                return self._target(p)      # only this one is named
-            self._partial_recipe = recipe = recipe or _NO_RECIPE
-        if recipe is _NO_RECIPE or self._named.get(id(p)) is p:
+            recipe = self._partial_recipe = engine.partial_recipe(self, p) or _NO_RECIPE
+        if recipe is _NO_RECIPE:
             return self._target(p)
         plan, enclosing = recipe
         return engine.hooked_as(self, p, plan, enclosing,

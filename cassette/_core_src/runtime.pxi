@@ -601,19 +601,14 @@ cdef class Runtime:
     cdef object _resolve_partial(self, p):
         """A ``functools.partial`` (never cached: it holds the program's
         arguments): by the recipe of partials when it applies."""
+        if self._named is not None and self._named.get(id(p)) is p:
+            return cassette_own_call(engine.target, self, p, 2)     # decided by itself
         recipe = self._partial_recipe
         if recipe is None:
             made = cassette_own_call(engine.partial_recipe, self, p, 2)
-            if made is None:
-                if self._named is not None and self._named.get(id(p)) is p:
-                    # Only this one is named: the next may take the recipe.
-                    return cassette_own_call(engine.target, self, p, 2)
-                recipe = _NO_RECIPE
-            else:
-                recipe = PartialRecipe(*made)
-            self._partial_recipe = recipe
-        if (recipe is _NO_RECIPE
-                or (self._named is not None and self._named.get(id(p)) is p)):
+            recipe = self._partial_recipe = (_NO_RECIPE if made is None
+                                              else PartialRecipe(*made))
+        if recipe is _NO_RECIPE:
             return cassette_own_call(engine.target, self, p, 2)
         return (<PartialRecipe>recipe).target_for(self, p)
 
