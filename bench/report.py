@@ -12,7 +12,10 @@ geometric mean of the ``recursion-only`` ratios.  When a run has both
 gives their ratio per workload: cassette with a counting hook on every
 operation against the workload's own code rewritten to call a Python hook
 on each call and operator (bench/floor.py), with its geometric mean on a line
-of its own.  ``--stat min`` (or ``mean``) compares that statistic instead of
+of its own; and "per event" the same per operation each counted (time over
+plain's, divided by its ``events_per_call``): cassette hooks operations the
+floor does not (attributes, iteration, library code), so the two see
+different numbers of events.  ``--stat min`` (or ``mean``) compares that statistic instead of
 the median.
 
 Given two files (a run with the Cython core and one with
@@ -63,6 +66,7 @@ class Run:
         self.implementation = cassette.get("implementation", "unknown")
         self.python = cassette.get("python") or info.get("python_version", "?")
         self.medians = {}
+        self.events = {}        # (workload, variant) -> events its hook counted per call
         self.workloads = []
         self.suites = {}        # suite ("" for test_overhead.py) -> its workloads
         self.first_calls = {}   # workload -> mode -> (median seconds, extra_info)
@@ -85,6 +89,8 @@ class Run:
                 self.workloads.append(workload)
                 self.suites.setdefault(extra.get("suite", ""), []).append(workload)
             self.medians[workload, variant] = bench["stats"][stat]
+            if extra.get("events_per_call"):
+                self.events[workload, variant] = extra["events_per_call"]
 
     def label(self):
         return f"{self.path} (cassette runtime: {self.implementation}, Python {self.python})"
@@ -95,6 +101,21 @@ class Run:
         if plain is None or value is None or plain <= 0:
             return None
         return value / plain
+
+    def per_event(self, workload, variant, baseline):
+        """``variant``'s time over plain per event it counted, over
+        ``baseline``'s: what one hooked operation costs against one of the
+        baseline's (``variant`` may count more operations than the baseline,
+        each at a cost of its own)."""
+        plain = self.medians.get((workload, "plain"))
+        costs = []
+        for name in (variant, baseline):
+            value = self.medians.get((workload, name))
+            events = self.events.get((workload, name))
+            if plain is None or value is None or not events or value <= plain:
+                return None
+            costs.append((value - plain) / events)
+        return costs[0] / costs[1]
 
     def between(self, workload, variant, baseline):
         """``variant``'s statistic over ``baseline``'s, for one workload."""
@@ -171,7 +192,7 @@ def ratio_report(run, suite=""):
     header = ["workload", "plain (ms)"] + variants
     floor = all(v in variants for v in CASSETTE_VS_FLOOR)
     if floor:
-        header.append("cassette / floor")
+        header += ["cassette / floor", "per event"]
     rows = []
     for workload in workloads:
         plain = run.medians.get((workload, "plain"))
@@ -179,11 +200,14 @@ def ratio_report(run, suite=""):
                     + [fmt_ratio(run.ratio(workload, v)) for v in variants])
         if floor:
             rows[-1].append(fmt_ratio(run.between(workload, *CASSETTE_VS_FLOOR)))
+            rows[-1].append(fmt_ratio(run.per_event(workload, *CASSETTE_VS_FLOOR)))
     rows.append(["geomean", ""] + [
         fmt_ratio(geomean([run.ratio(w, v) for w in workloads])) for v in variants])
     if floor:
         rows[-1].append(fmt_ratio(geomean(
             [run.between(w, *CASSETTE_VS_FLOOR) for w in workloads])))
+        rows[-1].append(fmt_ratio(geomean(
+            [run.per_event(w, *CASSETTE_VS_FLOOR) for w in workloads])))
     # A suite of its own runs only some of the variants: those it has.
     expected = [v for v in VARIANTS if not suite or v in present]
     missing = [f"{w} [{v}]" for w in workloads for v in expected
@@ -202,6 +226,10 @@ def ratio_report(run, suite=""):
         text.append("geometric mean of counting-prehook / python-floor (cassette / floor): "
                     f"{fmt_ratio(geomean(versus))} over "
                     f"{sum(v is not None for v in versus)} of {len(workloads)} workloads")
+        each = [run.per_event(w, *CASSETTE_VS_FLOOR) for w in workloads]
+        text.append("geometric mean of the same per event each counts ((time - plain) / "
+                    f"events): {fmt_ratio(geomean(each))} over "
+                    f"{sum(v is not None for v in each)} of {len(workloads)} workloads")
     if missing:
         text.append("no result (failed, skipped or not run): " + ", ".join(missing))
     return "\n".join(text)

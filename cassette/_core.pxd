@@ -25,6 +25,7 @@ cdef extern from "Python.h":
     object PyObject_Vectorcall(object, PyObject **, size_t, PyObject *)
     object PyObject_VectorcallDict(object, PyObject **, size_t, object)
     PyTypeObject *Py_TYPE(object)
+    PyObject **PySequence_Fast_ITEMS(object)     # of a tuple: its items
     # Declared without an exception value: the callers check and clear.
     Py_ssize_t PyLong_AsSsize_t(object)
     PyObject *PyErr_Occurred()
@@ -45,6 +46,8 @@ cdef extern from "_core_src/compat.h":
 cdef extern from "_core_src/budget.h":
     object cassette_credited_call(object f, object args, object kwargs)
     object cassette_primitive_call_tuple(object f, tuple args, object kwargs)
+    object cassette_primitive_call_vector(object f, PyObject **args, size_t n)
+    object cassette_body_call(object body, PyObject **args, size_t n)
     int cassette_handler_credit(object handler)
     void cassette_note_builtin_len(object len)
 
@@ -58,6 +61,7 @@ cdef extern from "_core_src/routing.h":
     void *cassette_current_frame()
     void *cassette_set_barrier(void *frame)
     void *cassette_set_handler(void *handler)
+    object cassette_handler_call(object handler, PyObject **stack, size_t n, PyObject *kwargs)
     object cassette_handler_being_called()
     bint cassette_is_barrier(object frame)
     int cassette_class_seen(PyTypeObject *tp)

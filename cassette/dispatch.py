@@ -499,6 +499,18 @@ class Plan:
         self.posthook = posthook
         self.fallback = fallback
 
+    @property
+    def watching(self):
+        """Whether the plan only watches: no ``execute`` or ``fallback``
+        handler can run, and each hook that exists is for any arguments
+        (its selector's ``unconditional``) — a tracer's or a profiler's
+        shape.  The operation then always runs as it would unhooked, with
+        the hooks around it, and a runtime may run it without selecting
+        anything (the core's ``Protocol.run_vector``)."""
+        return (self.execute is None and self.fallback is None
+                and all(hook is None or hook.unconditional is not None
+                        for hook in (self.prehook, self.posthook)))
+
     def __repr__(self):
         if self is Plan.empty:
             return "<Plan empty>"

@@ -101,6 +101,24 @@ static inline PyObject *cassette_primitive_call_tuple(PyObject *f, PyObject *arg
     return result;
 }
 
+/* f(*args[:n]) for a primitive f, as cassette_primitive_call_tuple. */
+static inline PyObject *cassette_primitive_call_vector(PyObject *f, PyObject *const *args,
+                                                       size_t n) {
+    int credit = cassette_builtin_credit(f, NULL);
+    PyObject *result = PyObject_Vectorcall(f, args, n, NULL);
+    cassette_credit_c_calls(-credit);
+    return result;
+}
+
+/* body(*args[:n]) with the recursion credit of a body's call (see
+   cassette_credited_call). */
+static inline PyObject *cassette_body_call(PyObject *body, PyObject *const *args, size_t n) {
+    int credit = cassette_body_credit(body, NULL);
+    PyObject *result = PyObject_Vectorcall(body, args, n, NULL);
+    cassette_credit_c_calls(-credit);
+    return result;
+}
+
 /* f(*args, **kwargs) with the recursion credit of a body's call, and
    nothing between: a try/finally would normalize an exception passing
    through, which 3.11 leaves for the frame that catches it (whose

@@ -102,29 +102,6 @@ cdef class Choice:
         return <object>hit
 
 
-cdef object _call_prefixed(object f, object a, object b, object c, object d, int nprefix,
-                           tuple args, dict kwargs):
-    """``f(a, b[, c[, d]], *args, **kwargs)`` (``nprefix``: 0, 2, 3 or 4 of
-    ``a, b, c, d``) without building an argument tuple."""
-    cdef PyObject *stack[12]
-    cdef Py_ssize_t n = len(args)
-    cdef Py_ssize_t i
-    if n + nprefix > 12:
-        prefix = (a, b, c, d)[:nprefix]
-        return f(*prefix, *args, **(kwargs or {}))
-    stack[0] = <PyObject *>a
-    stack[1] = <PyObject *>b
-    if nprefix >= 3:
-        stack[2] = <PyObject *>c
-    if nprefix == 4:
-        stack[3] = <PyObject *>d
-    for i in range(n):
-        stack[nprefix + i] = <PyObject *>args[i]
-    if kwargs:
-        return PyObject_VectorcallDict(f, stack, nprefix + n, kwargs)
-    return PyObject_Vectorcall(f, stack, nprefix + n, NULL)
-
-
 cdef object _call_tuple(object f, tuple args, dict kwargs):
     """``f(*args, **kwargs)`` by vectorcall."""
     cdef PyObject *stack[12]
@@ -144,12 +121,49 @@ cdef class Protocol:
     chooses its handler."""
 
     cdef Choice pre, exe, post, fb
+    # dispatch.Plan.watching: its operations run by ``run_vector``.
+    cdef readonly bint watching
 
     def __init__(self, plan):
         self.pre = Choice(plan.prehook)
         self.exe = Choice(plan.execute)
         self.post = Choice(plan.posthook)
         self.fb = Choice(plan.fallback)
+        self.watching = plan.watching
+
+    cdef object run_vector(self, Runtime runtime, object callee, object body,
+                           object primitive, cassette_binary direct,
+                           PyObject **args, Py_ssize_t nargs):
+        """``run`` of a ``watching`` protocol, in a runtime that neither
+        tags nor is nested, for the positional arguments ``args[:nargs]``
+        (``nargs`` ≤ 9) laid out in C: each hook is called with its
+        arguments on the C stack, and the body (or the primitive, its
+        arguments routed first: ``direct`` when not NULL, the C function of
+        an operator of two operands) with the caller's.  The same steps as
+        ``run``, without building an argument tuple."""
+        cdef PyObject *stack[12]
+        cdef Py_ssize_t i
+        cdef object ctx = runtime.ctx
+        for i in range(nargs):
+            stack[3 + i] = args[i]
+        stack[2] = <PyObject *>callee
+        if self.pre.fixed is not None:
+            stack[1] = <PyObject *>ctx
+            cassette_handler_call(self.pre.fixed, &stack[1], nargs + 2, NULL)
+        if body is not None:
+            out = cassette_body_call(body, args, nargs)
+        else:
+            for i in range(nargs):
+                cassette_route_one(<object>args[i])
+            if direct is not NULL:
+                out = direct(<object>args[0], <object>args[1])
+            else:
+                out = cassette_primitive_call_vector(primitive, args, nargs)
+        if self.post.fixed is not None:
+            stack[0] = <PyObject *>ctx
+            stack[1] = <PyObject *>out
+            cassette_handler_call(self.post.fixed, stack, nargs + 3, NULL)
+        return out
 
     cdef object run(self, Runtime runtime, object callee, object body,
                     object primitive, tuple args, dict kwargs, object operation=None):

@@ -32,7 +32,13 @@
 #define CASSETTE_THREAD_LOCAL _Thread_local
 #endif
 
-static CASSETTE_THREAD_LOCAL void *cassette_barrier = NULL;
+/* This thread's barrier and the handler being called (see
+   cassette_set_handler), together: one thread-local lookup for both. */
+typedef struct {
+    void *barrier;
+    void *handler;
+} cassette_calling_state;
+static CASSETTE_THREAD_LOCAL cassette_calling_state cassette_calling = {NULL, NULL};
 static PyTypeObject *cassette_runtime_type = NULL;
 /* The interpreter's own vectorcall entry of Python functions (read
    from a function at install: 3.13 no longer exports its name). */
@@ -42,19 +48,34 @@ static PyObject *(*cassette_redirect)(PyObject *, PyObject *, PyObject *const *,
                                       size_t, PyObject *) = NULL;
 
 static inline void *cassette_set_barrier(void *frame) {
-    void *previous = cassette_barrier;
-    cassette_barrier = frame;
+    void *previous = cassette_calling.barrier;
+    cassette_calling.barrier = frame;
     return previous;
 }
 
 /* The handler a runtime is calling on this thread (borrowed; compared
    only): the escape counter tells a handler's first frame by it. */
-static CASSETTE_THREAD_LOCAL void *cassette_handler = NULL;
-
 static inline void *cassette_set_handler(void *handler) {
-    void *previous = cassette_handler;
-    cassette_handler = handler;
+    void *previous = cassette_calling.handler;
+    cassette_calling.handler = handler;
     return previous;
+}
+
+/* handler(*stack[:n], **kwargs) (kwargs may be NULL) called as a handler:
+   noted as the handler being called, the running frame the barrier, its
+   own frame credited (budget.h), all undone when it returns or raises. */
+static inline PyObject *cassette_handler_call(PyObject *handler, PyObject *const *stack,
+                                              size_t n, PyObject *kwargs) {
+    cassette_calling_state *calling = &cassette_calling;
+    cassette_calling_state before = *calling;
+    calling->handler = handler;
+    calling->barrier = cassette_current_frame();
+    int credit = cassette_handler_credit(handler);
+    PyObject *result = kwargs == NULL ? PyObject_Vectorcall(handler, stack, n, NULL)
+                                      : PyObject_VectorcallDict(handler, stack, n, kwargs);
+    cassette_credit_python_frames(-credit);
+    *calling = before;
+    return result;
 }
 
 /* Cassette's own work done for the program: helper(first) or
@@ -78,12 +99,13 @@ static Py_NO_INLINE PyObject *cassette_own_call(PyObject *helper, PyObject *firs
    while a handler is being called, are the handler's?  The escape
    counter asks. */
 static int cassette_is_barrier(PyObject *frame) {
-    return cassette_barrier != NULL && PyFrame_Check(frame)
-        && cassette_frame_of(frame) == cassette_barrier;
+    void *barrier = cassette_calling.barrier;
+    return barrier != NULL && PyFrame_Check(frame) && cassette_frame_of(frame) == barrier;
 }
 
 static PyObject *cassette_handler_being_called(void) {
-    PyObject *handler = cassette_handler == NULL ? Py_None : (PyObject *)cassette_handler;
+    void *handler_ = cassette_calling.handler;
+    PyObject *handler = handler_ == NULL ? Py_None : (PyObject *)handler_;
     Py_INCREF(handler);
     return handler;
 }
@@ -185,7 +207,7 @@ static void cassette_drop_library_entries(void) {
 
 static PyObject *cassette_trampoline(PyObject *func, PyObject *const *args,
                                      size_t nargsf, PyObject *kwnames) {
-    if (cassette_redirect != NULL && cassette_current_frame() != cassette_barrier) {
+    if (cassette_redirect != NULL && cassette_current_frame() != cassette_calling.barrier) {
         PyObject *runtime = cassette_running_runtime();
         if (runtime != NULL) {
             PyObject *result = cassette_redirect(runtime, func, args, nargsf, kwnames);

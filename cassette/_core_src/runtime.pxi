@@ -945,27 +945,32 @@ cdef class Runtime:
     # -- the protocol -------------------------------------------------------
 
     cdef object invoke(self, handler, a, b, c, d, int nprefix, tuple args, dict kwargs):
-        """Call a handler; under a nested overdub the enclosing context
-        intercepts it like any other code.  While it runs, the handler is
-        noted as the one being called (its first frame is its own, not the
-        program's) and the running frame is the barrier: calls the
-        interpreter makes before the handler has a frame of its own — the
-        handler itself, when it is a routed function, or whatever a handler
-        written in C calls — are the handler's, not the program's."""
-        cdef void *handler_before
-        cdef void *barrier_before
-        cdef int credit
+        """Call a handler, ``handler(a, b[, c[, d]], *args, **kwargs)``
+        (``nprefix``: 0, 2, 3 or 4 of ``a, b, c, d``); under a nested
+        overdub the enclosing context intercepts it like any other code.
+        While it runs, the handler is noted as the one being called (its
+        first frame is its own, not the program's) and the running frame is
+        the barrier: calls the interpreter makes before the handler has a
+        frame of its own — the handler itself, when it is a routed function,
+        or whatever a handler written in C calls — are the handler's, not
+        the program's (``cassette_handler_call``)."""
+        cdef PyObject *stack[12]
+        cdef Py_ssize_t n = len(args)
+        cdef Py_ssize_t i
         if self.parent is not None:
             handler = self.parent.resolve(handler)
-        handler_before = cassette_set_handler(<void *>handler)
-        barrier_before = cassette_set_barrier(cassette_current_frame())
-        credit = cassette_handler_credit(handler)
-        try:
-            return _call_prefixed(handler, a, b, c, d, nprefix, args, kwargs)
-        finally:
-            cassette_credit_python_frames(-credit)
-            cassette_set_barrier(barrier_before)
-            cassette_set_handler(handler_before)
+        if n + nprefix > 12:
+            whole = (a, b, c, d)[:nprefix] + args
+            return cassette_handler_call(handler, PySequence_Fast_ITEMS(whole), len(whole),
+                                         <PyObject *>kwargs if kwargs else NULL)
+        stack[0] = <PyObject *>a
+        stack[1] = <PyObject *>b
+        stack[2] = <PyObject *>c
+        stack[3] = <PyObject *>d
+        for i in range(n):
+            stack[nprefix + i] = <PyObject *>args[i]
+        return cassette_handler_call(handler, stack, nprefix + n,
+                                     <PyObject *>kwargs if kwargs else NULL)
 
     def tagged_primitive(self, callee, primitive):
         """What calls of primitive ``callee`` (made by calling ``primitive``)

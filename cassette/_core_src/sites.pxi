@@ -60,6 +60,11 @@ cdef object _hooked_vectorcall(object hooked, PyObject **args, size_t nargsf,
                                PyObject *kwnames):
     cdef Hooked self = <Hooked>hooked
     cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
+    cdef Runtime runtime = self.runtime
+    if (self.protocol.watching and kwnames is NULL and nargs <= 9
+            and runtime.parent is None and not runtime._tagging):
+        return self.protocol.run_vector(runtime, self.callee, self.body, self.callee, NULL,
+                                        args, nargs)
     return self.protocol.run(self.runtime, self.callee, self.body, self.callee,
                              _positional(args, nargs), _keywords(args, nargs, kwnames))
 
@@ -231,6 +236,11 @@ cdef class OperationSite:
     # The C function ``implementation`` calls, for an operator of two
     # operands (NULL for others).
     cdef cassette_binary direct
+    # The protocol is ``watching`` and the runtime neither tags nor is
+    # nested: operations run by ``Protocol.run_vector``, with ``direct``
+    # as the primitive when the implementation is the callee.
+    cdef bint watching
+    cdef cassette_binary watching_direct
 
     def __init__(self, Runtime runtime, kind):
         name, arrangement_name, negate = ARRANGED_SITES.get(kind, (kind, None, False))
@@ -271,6 +281,10 @@ cdef class OperationSite:
                                      and execute.unconditional is None
                                      and execute.by_types is not None)
             self.handler_cache = ()
+            self.watching = (self.protocol is not None and self.protocol.watching
+                             and self.runtime.parent is None and not self.runtime._tagging)
+            self.watching_direct = (self.direct if self.implementation is self.callee
+                                    else NULL)
             self.generation = _generation
         return self.protocol is None
 
@@ -356,9 +370,20 @@ cdef class OperationSite:
                 or (self.execute_by_types is None and self.unhooked(None, None, None, 0)
                     and self._plain_operands(a, None)))
 
+    cdef object _watched(self, PyObject **operands, Py_ssize_t n, cassette_binary direct):
+        """The operation on ``operands[:n]`` when the site is ``watching``."""
+        out = self.protocol.run_vector(self.runtime, self.callee, None, self.callee, direct,
+                                       operands, n)
+        return (not out) if self.negate else out
+
     cdef object _call1(self, a):
-        if self.generation == _generation and self.runs_directly(a):
-            return self.implementation(a)
+        cdef PyObject *operand
+        if self.generation == _generation:
+            if self.runs_directly(a):
+                return self.implementation(a)
+            if self.watching:
+                operand = <PyObject *>a
+                return self._watched(&operand, 1, NULL)
         return self._operate((a,))
 
     cdef inline object _implement2(self, a, b):
@@ -368,6 +393,7 @@ cdef class OperationSite:
         return self.implementation(a, b)
 
     cdef object _call2(self, a, b):
+        cdef PyObject *operands[2]
         cdef PyObject *handler
         cdef Py_ssize_t i
         cdef long mask, owned_a, owned_b
@@ -377,6 +403,10 @@ cdef class OperationSite:
             if self.protocol is None and self.runtime.parent is None:
                 out = self._implement2(a, b)
                 return (not out) if self.negate else out
+            if self.watching:
+                operands[0] = <PyObject *>a
+                operands[1] = <PyObject *>b
+                return self._watched(operands, 2, self.watching_direct)
             if self.execute_only is not None:
                 return self._execute(self.execute_only, a, b)
             if self.execute_by_types is not None:
@@ -411,6 +441,7 @@ cdef class OperationSite:
         return self._operate((a, b))
 
     cdef object _call3(self, a, b, c):
+        cdef PyObject *operands[3]
         cdef Py_ssize_t i
         if self.arrangement == 2:
             # a store: (value, container, key) on the stack
@@ -428,10 +459,20 @@ cdef class OperationSite:
                         return None
                 elif out is not _UNDECIDED:
                     return out
+            if self.generation == _generation and self.watching:
+                operands[0] = <PyObject *>b
+                operands[1] = <PyObject *>c
+                operands[2] = <PyObject *>a
+                return self._watched(operands, 3, NULL)
             args = (b, c, a)
         elif self.arrangement == 3:
             args = (a, slice(b, c))
         else:
+            if self.generation == _generation and self.watching:
+                operands[0] = <PyObject *>a
+                operands[1] = <PyObject *>b
+                operands[2] = <PyObject *>c
+                return self._watched(operands, 3, NULL)
             args = (a, b, c)
         return self._operate(args)
 
