@@ -26,6 +26,9 @@ cdef extern from "Python.h":
     object PyObject_VectorcallDict(object, PyObject **, size_t, object)
     PyTypeObject *Py_TYPE(object)
     PyObject **PySequence_Fast_ITEMS(object)     # of a tuple: its items
+    bint PyType_HasFeature(PyTypeObject *, unsigned long)
+    bint PyType_Check(object)
+    unsigned long Py_TPFLAGS_HEAPTYPE
     # Declared without an exception value: the callers check and clear.
     Py_ssize_t PyLong_AsSsize_t(object)
     PyObject *PyErr_Occurred()
@@ -80,6 +83,8 @@ cdef extern from "_core_src/routing.h":
 cdef extern from "_core_src/objects.h":
     object cassette_dropself_new(object target)
     object cassette_primitive_new(object target)
+    bint cassette_is_primitive(object obj)
+    PyObject *cassette_primitive_target(object primitive)     # borrowed
     void cassette_enable_vectorcall(object type, Py_ssize_t offset)
     object cassette_primitive_named(object target, object named)
     void cassette_install_slot_entries(void *operation, void *propagation)
@@ -104,6 +109,9 @@ cdef extern from "_core_src/sites.h":
     Py_ssize_t cassette_refcount(PyObject *obj)
     PyObject *cassette_bound_builtin_descriptor(object f, object name)
     bint cassette_class_hashed_as_type(object obj)
+    bint cassette_hashed_by_identity(object obj)
+    bint cassette_object_new_ignores(object cls, Py_ssize_t nargs)
+    object cassette_object_new(object cls)
     void *cassette_builtin_def(object f)
     const char *cassette_builtin_def_name(object f)
     ctypedef object (*cassette_binary)(object, object)

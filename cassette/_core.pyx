@@ -23,6 +23,7 @@ from libc.stdint cimport uint64_t, uintptr_t
 from libc.string cimport memset
 from cpython.dict cimport PyDict_Size
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.list cimport PyList_GET_ITEM
 
 import functools
 import operator

@@ -448,8 +448,12 @@ def call_target(obj):
 def _has_callable_body(obj):
     """True when calling ``obj`` through its class's ``__call__`` runs code
     cassette can overdub: a Python function, or a descriptor whose
-    ``__get__`` is Python, or anything :func:`body_kind` gives a body."""
-    target, first = call_target(obj)
+    ``__get__`` is Python, or anything :func:`body_kind` gives a body
+    (not when the class defines no ``__call__``: calling ``obj`` raises)."""
+    found = call_target(obj)
+    if found is None:
+        return False
+    target, first = found
     if first is BIND_AT_CALL:
         return bool(type_flags(type(target)) & HEAPTYPE_FLAG)
     if target is obj:                   # a class whose __call__ is its own instance
@@ -691,12 +695,36 @@ def is_stable(f):
         # A builtin bound to a class and stored in its dict (``object.__new__``),
         # not one made afresh by each attribute access (``dict.fromkeys``).
         return is_class(owner) and class_dict(owner).get(f.__name__) is f
-    return kind in _STABLE_TYPES
+    if kind in _STABLE_TYPES:
+        return True
+    return hashed_by_identity(kind) and is_module_global(f)
+
+
+def hashed_by_identity(kind):
+    """True for a C type (not made by Python code) whose instances hash and
+    compare as ``object``'s do, by identity: a dictionary lookup of one runs
+    no code (the core's ``cassette_hashed_by_identity`` says the same)."""
+    return (not type_flags(kind) & HEAPTYPE_FLAG
+            and lookup_on_type(kind, "__hash__") is _OBJECT_HASH
+            and lookup_on_type(kind, "__eq__") is _OBJECT_EQ)
+
+
+def is_module_global(obj):
+    """True when ``obj`` is what its module's global of its own name holds
+    (``numpy.add``, ``numpy.sum``): an object defined once, not one a
+    program makes afresh (an ``operator.itemgetter(k)`` has no name)."""
+    module = sys.modules.get(static_attribute(obj, "__module__"))
+    name = static_attribute(obj, "__name__")
+    if module is None or type(name) is not str:
+        return False
+    return type(module) is types.ModuleType and module.__dict__.get(name) is obj
 
 
 # What ``type`` hashes and compares classes with (found along its MRO).
 _TYPE_HASH = lookup_on_type(type, "__hash__")
 _TYPE_EQ = lookup_on_type(type, "__eq__")
+_OBJECT_HASH = lookup_on_type(object, "__hash__")
+_OBJECT_EQ = lookup_on_type(object, "__eq__")
 
 _STABLE_TYPES = frozenset({
     types.MethodDescriptorType, types.WrapperDescriptorType,

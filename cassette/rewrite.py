@@ -302,9 +302,10 @@ def _emit_site(site, instr, tags, out, tagging=False):
         return False  # the call instructions themselves follow unchanged
 
     if kind == "method":
-        out.append(Instr("COPY", 1, location=loc))
-        out.append(Instr("LOAD_CONST", site.detail, location=loc))
-        out += call(Slot("method"), 2, loc)
+        # [obj] -> [method(obj, name), obj]
+        out += LAYER.call_constant_pushing(
+            Slot("method"), [Instr("COPY", 3, location=loc),
+                             Instr("LOAD_CONST", site.detail, location=loc)], loc)
         out.append(Instr("SWAP", 2, location=loc))
         return True
     if kind == "super_method":

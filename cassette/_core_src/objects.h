@@ -195,6 +195,15 @@ static PyObject *cassette_primitive_new(PyObject *target) {
     return cassette_primitive_named(target, target);
 }
 
+static inline int cassette_is_primitive(PyObject *obj) {
+    return Py_IS_TYPE(obj, &CassettePrimitiveType);
+}
+
+/* What a primitive calls (borrowed). */
+static inline PyObject *cassette_primitive_target(PyObject *primitive) {
+    return ((CassettePrimitive *)primitive)->target;
+}
+
 /* The constant rewritten code calls for an operator or propagation
    slot: a builtin method of its site whose C function is the site's
    entry (``cassette_install_slot_entries``).  A METH_FASTCALL builtin is

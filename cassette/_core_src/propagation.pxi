@@ -319,6 +319,7 @@ cdef object _call_tagged(Runtime runtime, tuple propagation, object f, tuple arg
     return cassette_primitive_call_tuple(f, args, kwargs)
 
 
+@cython.final
 cdef class TaggedPrimitive:
     """What a primitive is under tagging: the state of the fallback
     (:func:`_call_tagged`) that the Primitive wrapping it runs."""
@@ -378,6 +379,7 @@ cdef dict _PROPAGATION_KINDS = {
 }
 
 
+@cython.final
 cdef class PropagationSite:
     """A propagation slot (see ``cassette.propagation``) of a runtime whose
     context tags and has no tagging context around it: the common case —

@@ -33,6 +33,7 @@ cdef inline object _selection_type(object value, long owned):
     return type(_value_of(value)) if owned else type(value)
 
 
+@cython.final
 cdef class Choice:
     """How one hook kind of a :class:`Protocol` chooses its handler: the
     one that always wins (``fixed``), else the selector's answer — read
@@ -116,6 +117,7 @@ cdef object _call_tuple(object f, tuple args, dict kwargs):
     return PyObject_Vectorcall(f, stack, n, NULL)
 
 
+@cython.final
 cdef class Protocol:
     """The compiled :class:`dispatch.Plan` of one callee: how each hook kind
     chooses its handler."""

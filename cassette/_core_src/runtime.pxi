@@ -6,6 +6,7 @@
 cdef object FunctionType = types.FunctionType
 cdef object _partial_type = functools.partial
 cdef object MethodType = types.MethodType
+cdef object _object_new = object.__new__
 cdef object MethodWrapperType = types.MethodWrapperType
 cdef object _split_bound = callables.split_bound
 cdef object BuiltinFunctionType = types.BuiltinFunctionType
@@ -22,6 +23,8 @@ cdef object _lookup = callables.lookup_on_type
 cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_method_descriptor = callables.is_method_descriptor
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
+cdef object _is_library_code = callables.is_library_code
+cdef object _plan = dispatch.plan
 cdef object _route_class = routing.route_class
 cdef object _route_callee = routing.route_callee
 cdef object _operation_has_body = engine.operation_has_body
@@ -101,6 +104,7 @@ cdef object _builtin_name(object f):
     return name
 
 
+@cython.final
 cdef class FunctionEntry:
     """A cached decision about a Python function, valid while the function's
     code, defaults, keyword defaults and names are the ones recorded (the
@@ -126,7 +130,7 @@ cdef class FunctionEntry:
                      _object_or_none(self.kwdefaults), _object_or_none(self.name),
                      _object_or_none(self.qualname))
 
-    cdef inline bint matches(self, f):
+    cdef inline bint matches(self, f) noexcept:
         cdef PyFunctionObject *function = <PyFunctionObject *>f
         return (function.func_code is self.code
                 and function.func_defaults is self.defaults
@@ -135,6 +139,7 @@ cdef class FunctionEntry:
                 and function.func_qualname is self.qualname)
 
 
+@cython.final
 cdef class BoundCode:
     """A template's code bound to one runtime (``Runtime._bound_code``),
     shared by every function the runtime makes to run it.  When frames of
@@ -173,6 +178,7 @@ cdef class BoundCode:
         return cassette_refcount(<PyObject *>self.code) != 1 + alive
 
 
+@cython.final
 cdef class FunctionRecipe:
     """What a runtime calls for each function of one code object that
     nothing tells apart (``engine.function_recipe``): a new function running
@@ -212,6 +218,7 @@ cdef object _method_entry(object runtime, PyObject **args, Py_ssize_t nargs):
     return (<Runtime>runtime)._method(<object>args[0], <object>args[1])
 
 
+@cython.final
 cdef class Recent:
     """A callee resolved lately and what it resolved to (``Runtime._recent``):
     a callee ``_functions`` (with its entry) or ``_resolved`` holds."""
@@ -224,6 +231,7 @@ cdef inline object _object_or_none(PyObject *pointer):
     return <object>pointer if pointer is not NULL else None
 
 
+@cython.final
 cdef class PartialRecipe:
     """What a runtime calls for each ``functools.partial`` that no handler
     names (``engine.partial_recipe``): a partial of what the runtime calls
@@ -243,6 +251,7 @@ cdef class PartialRecipe:
                                         + <tuple>p.args, p.keywords))
 
 
+@cython.final
 cdef class Forget:
     """Weak-reference callback removing a dead function's cache entry
     (called by vectorcall: one is made and called for each function a
@@ -285,6 +294,7 @@ cdef object _forget_vectorcall(object forget, PyObject **args, size_t nargsf,
     return None
 
 
+@cython.final
 cdef class Runtime:
     """Routes the operations of code rewritten for one context."""
 
@@ -295,6 +305,7 @@ cdef class Runtime:
     cdef tuple _ctx_types
     cdef Py_ssize_t _generation
     cdef dict _resolved, _functions, _bodies, _slots, _droppers
+    cdef dict _instance_calls     # class -> (its __call__, that function's code, not cassette's)
     # What ``_functions`` and ``_resolved`` answered last, by a hash of the
     # callee's address (Recent): most calls are answered here.
     cdef list _recent
@@ -373,6 +384,7 @@ cdef class Runtime:
         self._transient = [None] * TRANSIENT_ENTRIES
         self._recent = [None] * RECENT_CALLEES
         self._bodies = {}
+        self._instance_calls = {}
         self._codes = {}
         self._recipes = {}
         self._seen_functions = [None] * SEEN_FUNCTIONS
@@ -497,20 +509,27 @@ cdef class Runtime:
         """What a call site calls instead of ``f``."""
         return self._resolve(f)
 
-    cdef object _resolve(self, f):
+    cdef inline object _resolve(self, f):
+        """What a call site calls instead of ``f``: the last answers are
+        read from ``_recent`` here, the rest decided by ``_resolve_miss``."""
+        cdef Recent recent
+        cdef PyObject *found
+        if self._generation == _generation:
+            found = PyList_GET_ITEM(self._recent, _address_slot(<void *>f, RECENT_CALLEES_BITS))
+            if found != <PyObject *>None:
+                recent = <Recent>found
+                if recent.callee is f and (recent.entry is None or recent.entry.matches(f)):
+                    return recent.target
+        return self._resolve_miss(f)
+
+    cdef object _resolve_miss(self, f):
         cdef PyObject *hit
         cdef FunctionEntry entry
-        cdef Recent recent
         cdef Py_ssize_t slot
         cdef PyObject *descriptor
         if self._generation != _generation:
             self._reset()
         slot = _address_slot(<void *>f, RECENT_CALLEES_BITS)
-        found = self._recent[slot]
-        if found is not None:
-            recent = <Recent>found
-            if recent.callee is f and (recent.entry is None or recent.entry.matches(f)):
-                return recent.target
         tp = type(f)
         if tp is FunctionType:
             hit = PyDict_GetItemWithError(self._functions, f)
@@ -531,7 +550,7 @@ cdef class Runtime:
             return PyMethod_New(inner, <object>PyMethod_GET_SELF(f))
         if (tp is type or tp is BuiltinFunctionType or tp is MethodDescriptorType
                 or tp is WrapperDescriptorType or tp is _BuiltinCMethodType
-                or cassette_class_hashed_as_type(f)):
+                or cassette_class_hashed_as_type(f) or cassette_hashed_by_identity(f)):
             hit = PyDict_GetItemWithError(self._resolved, f)
             if hit is not NULL:
                 self._remember(slot, f, <object>hit, None)
@@ -552,6 +571,11 @@ cdef class Runtime:
                 if inner is callee:
                     return f
                 return PyMethod_New(inner, owner)
+        if (self.parent is None and PyType_HasFeature(<PyTypeObject *>tp, Py_TPFLAGS_HEAPTYPE)
+                and not PyType_Check(f)):
+            target = self._instance_call(f, tp)
+            if target is not None:
+                return target
         target = cassette_own_call(engine.target, self, f, 2)
         if target is f and not _is_frame_sensitive(f):
             cassette_own_call(_route_callee, f, None, 1)
@@ -559,6 +583,32 @@ cdef class Runtime:
         if _is_stable(f):
             self._keep(self._resolved, f, target)
         return target
+
+    cdef object _instance_call(self, f, tp):
+        """The target of ``f``, an instance of a Python class whose
+        ``__call__`` is a function of the program, or None (engine.target
+        decides).  The same as engine.target's (``engine.call_body``): that
+        function's body bound to ``f``, hooked when ``f``'s plan is not
+        empty.  An instance is not stable, but its class is: what the
+        class's ``__call__`` is kept per class (``_instance_calls``)."""
+        cdef PyObject *found = cassette_type_lookup(<PyTypeObject *>tp, "__call__")
+        cdef PyFunctionObject *function
+        if found is NULL or type(<object>found) is not FunctionType:
+            return None
+        function = <PyFunctionObject *>found
+        entry = self._instance_calls.get(tp)
+        if (entry is None or (<tuple>entry)[0] is not <object>found
+                or (<tuple>entry)[1] is not <object>function.func_code):
+            entry = (<object>found, <object>function.func_code,
+                     not _is_library_code(<object>function.func_code))
+            self._keep(self._instance_calls, tp, entry)
+        if not (<tuple>entry)[2]:
+            return None
+        body = PyMethod_New(self._rewritten(<object>found), f)
+        plan = _plan(type(self.ctx), f)
+        if plan is EMPTY:
+            return body
+        return Hooked(self, f, plan, body)
 
     cdef object _resolve_function(self, f):
         """A Python function not in ``_functions``.  Functions made at run
@@ -700,14 +750,14 @@ cdef class Runtime:
             descriptor = cassette_bound_builtin_descriptor(attribute, _builtin_name(attribute))
             if descriptor is not NULL and PyCFunction_GET_SELF(attribute) is <PyObject *>obj:
                 return self._resolve(<object>descriptor)
-        return self._dropper(self._resolve(attribute))
+        return self._dropper(self._resolve(attribute), attribute)
 
     def split(self, bound):
         """For 3.12's ``super().name(…)``: ``(self, M)`` such that
         ``M(self, …)`` makes the call."""
         if type(bound) is MethodType:
             return bound.__self__, self.resolve(bound.__func__)
-        return None, self._dropper(self.resolve(bound))
+        return None, self._dropper(self.resolve(bound), bound)
 
     def next_step(self, iterator):
         """One step of a ``for`` loop: the next value or EXHAUSTED."""
@@ -789,20 +839,26 @@ cdef class Runtime:
 
     # -- what engine.target builds with ------------------------------------
 
-    cdef object _dropper(self, target):
-        """A DropSelf of ``target``, cached for targets of stable callees."""
-        if not _is_stable(target):
-            return cassette_dropself_new(target)
+    cdef object _dropper(self, target, callee):
+        """A DropSelf of ``target``, the target of ``callee``; cached when
+        ``callee`` is stable (its target is then the same object each
+        time)."""
         key = id(target)
         entry = self._droppers.get(key)
-        if entry is None or (<tuple>entry)[0] is not target:
-            entry = (target, cassette_dropself_new(target))
-            self._keep(self._droppers, key, entry)
+        if entry is not None and (<tuple>entry)[0] is target:
+            return (<tuple>entry)[1]    # the entry keeps target: its id is not reused
+        if type(callee) is MethodType or not _is_stable(callee):
+            return cassette_dropself_new(target)
+        entry = (target, cassette_dropself_new(target))
+        self._keep(self._droppers, key, entry)
         return (<tuple>entry)[1]
 
     def rewritten(self, function):
         """``function``'s body rewritten for this runtime (cached for
         functions without a closure)."""
+        return self._rewritten(function)
+
+    cdef object _rewritten(self, function):
         cdef FunctionEntry entry
         found = self._bodies.get(function)
         if found is not None:

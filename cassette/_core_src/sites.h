@@ -45,6 +45,37 @@ static inline int cassette_class_hashed_as_type(PyObject *obj) {
         && meta->tp_richcompare == PyType_Type.tp_richcompare;
 }
 
+/* An instance of a C type that hashes and compares as object does, by
+   identity: a dictionary lookup of it runs no code (callables.hashed_by_identity
+   says the same). */
+static inline int cassette_hashed_by_identity(PyObject *obj) {
+    PyTypeObject *tp = Py_TYPE(obj);
+    return !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        && tp->tp_hash == PyBaseObject_Type.tp_hash
+        && tp->tp_richcompare == PyBaseObject_Type.tp_richcompare;
+}
+
+/* Whether object.__new__(cls, *args) of `nargs` arguments, as
+   type.__call__ makes it, does nothing with the arguments: `cls` keeps
+   object's __new__ and, given arguments, has an __init__ of its own
+   (object_new's own test of excess arguments). */
+static inline int cassette_object_new_ignores(PyObject *cls, Py_ssize_t nargs) {
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    return tp->tp_new == PyBaseObject_Type.tp_new
+        && !(nargs && tp->tp_init == PyBaseObject_Type.tp_init);
+}
+
+/* object.__new__(cls) when cassette_object_new_ignores the arguments:
+   the new object, or NULL with an exception set (an abstract class). */
+static inline PyObject *cassette_object_new(PyObject *cls) {
+    PyTypeObject *tp = (PyTypeObject *)cls;
+    PyObject *no_arguments = PyTuple_New(0);
+    if (no_arguments == NULL) return NULL;
+    PyObject *obj = tp->tp_new(tp, no_arguments, NULL);
+    Py_DECREF(no_arguments);
+    return obj;
+}
+
 /* The PyMethodDef address of a builtin function, and its name. */
 static inline void *cassette_builtin_def(PyObject *f) {
     return (void *)((PyCFunctionObject *)f)->m_ml;

@@ -3,6 +3,7 @@
 #
 # Part of cassette/_core.pyx (included there; see its map).
 
+@cython.final
 cdef class NotOverdubbed:
     """A callee a pass marked ``nooverdub``: called as a handler is."""
 
@@ -20,6 +21,7 @@ cdef class NotOverdubbed:
         return f"<not overdubbed {self.callee!r}>"
 
 
+@cython.final
 cdef class Hooked:
     """A callee with handlers: calling it runs the protocol of reference §3.2."""
 
@@ -69,6 +71,7 @@ cdef object _hooked_vectorcall(object hooked, PyObject **args, size_t nargsf,
                              _positional(args, nargs), _keywords(args, nargs, kwnames))
 
 
+@cython.final
 cdef class Instantiation:
     """``type.__call__(cls, …)`` with ``__new__`` and ``__init__`` each an
     operation: the same steps as :func:`cassette.engine.instantiate`."""
@@ -101,16 +104,45 @@ cdef class Instantiation:
         cdef PyObject *stack[12]
         cdef Py_ssize_t i
         cls = self.cls
-        for i in range(nargs):
-            stack[i + 1] = args[i]
-        stack[0] = <PyObject *>cls
-        obj = PyObject_Vectorcall(self.runtime._resolve(cls.__new__), stack, nargs + 1, NULL)
+        new = self._special(cls, "__new__")
+        if (cassette_is_primitive(new)
+                and cassette_primitive_target(new) == <PyObject *>_object_new
+                and cassette_object_new_ignores(cls, nargs)):
+            # Nobody hooks object.__new__, and it does nothing with the
+            # arguments: made as type.__call__ makes it.
+            cassette_route_one(cls)
+            obj = cassette_object_new(cls)
+        else:
+            for i in range(nargs):
+                stack[i + 1] = args[i]
+            stack[0] = <PyObject *>cls
+            obj = PyObject_Vectorcall(new, stack, nargs + 1, NULL)
         if PyObject_TypeCheck(obj, <PyTypeObject *>cls):
+            for i in range(nargs):
+                stack[i + 1] = args[i]
             stack[0] = <PyObject *>obj
-            initialized = PyObject_Vectorcall(self.runtime._resolve(type(obj).__init__),
+            initialized = PyObject_Vectorcall(self._special(type(obj), "__init__"),
                                               stack, nargs + 1, NULL)
             _check_initialized(initialized)
         return obj
+
+    cdef inline object _special(self, cls, name):
+        """What a call site calls for ``cls.<name>`` (``__new__`` or
+        ``__init__``): read from the class's MRO when its metaclass is
+        ``type`` and what is found there is its own value as an attribute
+        of the class (a function, a builtin, a slot wrapper; a
+        staticmethod's function), else by getattr."""
+        cdef PyObject *found
+        if type(cls) is type:
+            found = cassette_type_lookup(<PyTypeObject *>cls, name)
+            if found is not NULL:
+                kind = type(<object>found)
+                if (kind is FunctionType or kind is BuiltinFunctionType
+                        or kind is WrapperDescriptorType):
+                    return self.runtime._resolve(<object>found)
+                if kind is staticmethod:
+                    return self.runtime._resolve((<object>found).__func__)
+        return self.runtime._resolve(getattr(cls, name))
 
 
 cdef inline _check_initialized(initialized):
@@ -130,6 +162,7 @@ cdef object _instantiation_vectorcall(object instantiation, PyObject **args, siz
 
 
 
+@cython.final
 cdef class Exit:
     """The ``__exit__`` callable a rewritten ``with`` pushes."""
 
@@ -148,6 +181,7 @@ cdef class Exit:
             self.method, self.manager, (exc_type, exc_value, traceback))
 
 
+@cython.final
 cdef class WithEntry:
     """What a rewritten ``with`` enters on 3.15 (``Runtime.entry_of``):
     its ``__enter__`` — a C method, called straight after the
@@ -190,6 +224,7 @@ cdef void _enable_vectorcalls():
 
 
 
+@cython.final
 cdef class NestedOverdub:
     """The body of ``cassette.overdub`` called from overdubbed code: the
     inner run, whose handlers the enclosing runtime intercepts."""
@@ -208,6 +243,7 @@ cdef class NestedOverdub:
             runtime.release()
 
 
+@cython.final
 cdef class OperationSite:
     """The slot of one operation kind (``add``, ``getattr`` …)."""
 

@@ -219,6 +219,16 @@ class Layer:
         """Call ``const`` with the top ``nargs`` stack values; push the result."""
         raise NotImplementedError
 
+    def call_constant_pushing(self, const, pushes, location):
+        """Call ``const`` with the values the instructions ``pushes`` push
+        (one each, after the callable pair is in place: a ``COPY`` reaches
+        two slots further down than before it); push the result.  Shorter
+        than ``call_constant`` when the arguments can be pushed then."""
+        load = Instr("LOAD_CONST", const, location=location)
+        null = Instr("PUSH_NULL", location=location)
+        code = [null, load] if self.null_below_callable else [load, null]
+        return code + list(pushes) + self.call_opcodes(len(pushes), location)
+
     def call_opcodes(self, nargs, location):
         """The instruction(s) that perform a call of ``nargs`` arguments whose
         callable pair is already in place."""
