@@ -110,6 +110,8 @@ cdef extern from "_core_src/sites.h":
     PyObject *cassette_bound_builtin_descriptor(object f, object name)
     bint cassette_class_hashed_as_type(object obj)
     bint cassette_hashed_by_identity(object obj)
+    bint cassette_builtin_bound_to_instance(object f)
+    unsigned int cassette_class_version(PyTypeObject *tp)
     bint cassette_object_new_ignores(object cls, Py_ssize_t nargs)
     object cassette_object_new(object cls)
     void *cassette_builtin_def(object f)

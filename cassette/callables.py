@@ -672,6 +672,30 @@ def body_kind(callee):
     return None
 
 
+def instances_are_primitives(kind):
+    """True when, as ``kind`` is now, every instance of it is decided alike,
+    as a primitive: ``kind`` is not a metaclass, is none of the kinds
+    :func:`split_bound`, :func:`is_frame_sensitive` and :func:`body_kind`
+    treat by themselves, and its ``__call__`` is C (``json``'s ``Encoder``,
+    ``operator.itemgetter``).  What a runtime calls for one then depends
+    only on the handlers named for it (its plan) and on what it wraps
+    (routed: ``routing.route_callee``).  A runtime keeping the answer keeps
+    it while the class is unchanged (its version tag)."""
+    return (not type_flags(kind) & TYPE_SUBCLASS_FLAG
+            and kind not in _KINDS_DECIDED_APART
+            and not is_array_function_dispatcher_type(kind)
+            and type(lookup_on_type(kind, "__call__")) is types.WrapperDescriptorType)
+
+
+# The C types whose instances split_bound, is_frame_sensitive or body_kind
+# tell apart (bound forms, functions, classes' own calls, partials).
+_KINDS_DECIDED_APART = frozenset({
+    FunctionType, MethodType, BuiltinMethodType, BuiltinCMethodType, MethodWrapperType,
+    types.MethodDescriptorType, types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType, functools.partial, staticmethod, classmethod,
+})
+
+
 def is_stable(f):
     """True when decisions about ``f`` may be cached by its identity: it is
     not a short-lived bound object, holds no user data that caching it would

@@ -25,6 +25,23 @@ cdef object _is_method_descriptor = callables.is_method_descriptor
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
 cdef object _is_library_code = callables.is_library_code
 cdef object _plan = dispatch.plan
+# type -> (callables.instances_are_primitives(type), the type's version tag then)
+cdef dict _PRIMITIVE_KINDS = {}
+
+
+cdef inline bint _instances_are_primitives(tp) except -1:
+    cdef unsigned int version = cassette_class_version(<PyTypeObject *>tp)
+    cdef PyObject *known = PyDict_GetItemWithError(_PRIMITIVE_KINDS, tp)
+    if (known is not NULL and version != 0
+            and <object>(<tuple>(<object>known))[1] == version):
+        return (<tuple>(<object>known))[0] is True
+    answer = callables.instances_are_primitives(tp)
+    if version == 0:
+        return answer
+    if len(_PRIMITIVE_KINDS) >= 1024:
+        _PRIMITIVE_KINDS.clear()
+    _PRIMITIVE_KINDS[tp] = (answer, cassette_class_version(<PyTypeObject *>tp))
+    return answer
 cdef object _route_class = routing.route_class
 cdef object _route_callee = routing.route_callee
 cdef object _operation_has_body = engine.operation_has_body
@@ -88,19 +105,24 @@ cdef inline bint _all_builtin(tuple args):
     return True
 
 
-#: The names of builtin methods, interned, by their PyMethodDef's address.
-cdef dict _BUILTIN_NAMES = {}
+# The names of builtin methods, interned, by their PyMethodDef's address:
+# a direct-mapped table (a slot's name is the one its def had last).
+cdef enum:
+    BUILTIN_NAMES_BITS = 8
+    BUILTIN_NAMES = 1 << BUILTIN_NAMES_BITS
+cdef void *_builtin_name_defs[BUILTIN_NAMES]
+cdef list _builtin_names = [None] * BUILTIN_NAMES
 
 
 cdef object _builtin_name(object f):
     """The name of builtin ``f`` (``__name__`` makes a new string each time)."""
-    key = PyLong_FromVoidPtr(cassette_builtin_def(f))
-    name = _BUILTIN_NAMES.get(key)
-    if name is None:
-        name = sys.intern(cassette_builtin_def_name(f).decode("utf-8"))
-        if len(_BUILTIN_NAMES) >= 4096:
-            _BUILTIN_NAMES.clear()
-        _BUILTIN_NAMES[key] = name
+    cdef void *method_def = cassette_builtin_def(f)
+    cdef Py_ssize_t slot = _address_slot(method_def, BUILTIN_NAMES_BITS)
+    if _builtin_name_defs[slot] == method_def:
+        return <object>PyList_GET_ITEM(_builtin_names, slot)
+    name = sys.intern(cassette_builtin_def_name(f).decode("utf-8"))
+    _builtin_names[slot] = name
+    _builtin_name_defs[slot] = method_def
     return name
 
 
@@ -548,9 +570,11 @@ cdef class Runtime:
             if inner is <object>function:
                 return f
             return PyMethod_New(inner, <object>PyMethod_GET_SELF(f))
-        if (tp is type or tp is BuiltinFunctionType or tp is MethodDescriptorType
-                or tp is WrapperDescriptorType or tp is _BuiltinCMethodType
+        if (tp is type or tp is MethodDescriptorType or tp is WrapperDescriptorType
+                or ((tp is BuiltinFunctionType or tp is _BuiltinCMethodType)
+                    and not cassette_builtin_bound_to_instance(f))
                 or cassette_class_hashed_as_type(f) or cassette_hashed_by_identity(f)):
+            # (A builtin bound to an instance is never stable, never kept.)
             hit = PyDict_GetItemWithError(self._resolved, f)
             if hit is not NULL:
                 self._remember(slot, f, <object>hit, None)
@@ -564,7 +588,7 @@ cdef class Runtime:
                     inner = self._resolve(<object>descriptor)
                     if inner is <object>descriptor:
                         return f
-                    return PyMethod_New(inner, f.__self__)
+                    return PyMethod_New(inner, <object>PyCFunction_GET_SELF(f))
             callee, owner = _split_bound(f)
             if owner is not NO_SELF:
                 inner = self._resolve(callee)
@@ -576,6 +600,15 @@ cdef class Runtime:
             target = self._instance_call(f, tp)
             if target is not None:
                 return target
+        if (self.parent is None and not self._tagging and not PyType_Check(f)
+                and _instances_are_primitives(tp)
+                and _plan(type(self.ctx), f) is EMPTY):
+            # engine.target's answer for such a callee, without asking it.
+            cassette_own_call(_route_callee, f, None, 1)
+            target = cassette_primitive_new(f)
+            if _is_stable(f):
+                self._keep(self._resolved, f, target)
+            return target
         target = cassette_own_call(engine.target, self, f, 2)
         if target is f and not _is_frame_sensitive(f):
             cassette_own_call(_route_callee, f, None, 1)

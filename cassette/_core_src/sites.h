@@ -35,6 +35,13 @@ static inline PyObject *cassette_bound_builtin_descriptor(PyObject *f, PyObject 
     return found;
 }
 
+/* A builtin function or method bound to an instance: its self is neither
+   absent, nor a module, nor a class (callables.is_stable: never stable). */
+static inline int cassette_builtin_bound_to_instance(PyObject *f) {
+    PyObject *owner = ((PyCFunctionObject *)f)->m_self;
+    return owner != NULL && !PyModule_Check(owner) && !PyType_Check(owner);
+}
+
 /* A class of a metaclass other than type that hashes and compares as
    type does (ABCMeta, EnumType): a dictionary lookup of it runs no
    Python code (callables.is_stable says the same). */

@@ -1,0 +1,103 @@
+"""Instances of C types called while overdubbed — ``operator.itemgetter(k)``,
+``functools.cmp_to_key(f)``, the ``Encoder`` ``json.dumps`` makes — are
+primitives, and a runtime decides them by their class
+(``callables.instances_are_primitives``) without asking ``engine.target``
+for each new one.  What they wrap must still run overdubbed, handlers
+named for one of them must still run, and a class that changes is decided
+again."""
+
+import functools
+import json
+import operator
+
+import cassette
+from cassette import entry
+
+
+class Calls(cassette.Context):
+    """Counts callees by name (metadata: a dict)."""
+
+    def prehook(self, f, *args, **kwargs):
+        name = getattr(f, "__name__", type(f).__name__)
+        self.metadata[name] = self.metadata.get(name, 0) + 1
+
+
+class Plain(cassette.Context):
+    pass
+
+
+def by_second(pairs):
+    return [operator.itemgetter(1)(pair) for pair in pairs]
+
+
+def test_fresh_c_callables_run_as_plainly():
+    pairs = [(i, i * i) for i in range(50)]
+    assert cassette.overdub(Plain(), by_second, pairs) == by_second(pairs)
+    doc = {"a": [1, 2.5, None, "x"], "b": {"c": True}}
+    dump = lambda: [json.dumps(doc, sort_keys=True) for _ in range(20)]  # noqa: E731
+    assert cassette.overdub(Plain(), dump) == dump()
+
+
+def test_what_a_c_callable_wraps_runs_overdubbed():
+    def compare(a, b):
+        return (a > b) - (a < b)
+
+    def sort(xs):
+        return sorted(xs, key=functools.cmp_to_key(compare))
+
+    def default(obj):
+        return sorted(obj)
+
+    def dump(values):
+        return json.dumps(values, default=default)
+
+    ctx = Calls(metadata={})
+    xs = [5, 3, 9, 1, 7]
+    assert cassette.overdub(ctx, sort, xs) == sorted(xs)
+    if entry.IMPLEMENTATION == "cython":
+        assert ctx.metadata.get("compare", 0) >= len(xs) - 1
+    ctx = Calls(metadata={})
+    values = [{3, 1}, {2}]
+    assert cassette.overdub(ctx, dump, values) == dump(values)
+    if entry.IMPLEMENTATION == "cython":
+        assert ctx.metadata.get("default") == 2
+
+
+def test_a_handler_named_for_one_instance_runs():
+    getter = operator.itemgetter(0)
+
+    class Swapped(cassette.Context):
+        pass
+
+    @cassette.execute.register(Swapped, getter)
+    def last_instead(ctx, f, seq):
+        return seq[-1]
+
+    try:
+        def run(pairs):
+            return [getter(p) for p in pairs] + [operator.itemgetter(0)(p) for p in pairs]
+        pairs = [(1, 2), (3, 4)]
+        assert cassette.overdub(Swapped(), run, pairs) == [2, 4, 1, 3]
+    finally:
+        cassette.execute.unregister(last_instead)
+
+
+def test_a_class_that_changes_is_decided_again():
+    class Call(functools.partial):      # a Python class with a C __call__
+        pass
+
+    def run(values):
+        return [Call(max, 0)(v) for v in values]
+
+    values = [-1, 3]
+    ctx = Plain()
+    assert cassette.overdub(ctx, run, values) == run(values) == [0, 3]
+
+    def negated(self, value):
+        return -value
+
+    Call.__call__ = negated
+    assert cassette.overdub(ctx, run, values) == run(values) == [1, -3]
+    calls = Calls(metadata={})
+    cassette.overdub(calls, run, values)
+    assert calls.metadata.get("neg") == 2      # negated's body ran overdubbed
