@@ -35,6 +35,8 @@ MethodWrapperType = types.MethodWrapperType
 METHOD_DESCRIPTOR_FLAG = 1 << 17
 #: ``Py_TPFLAGS_HEAPTYPE``: a class made by Python code (not a C type).
 HEAPTYPE_FLAG = 1 << 9
+#: ``Py_TPFLAGS_IMMUTABLETYPE``: a class whose attributes cannot be set.
+IMMUTABLETYPE_FLAG = 1 << 8
 #: ``Py_TPFLAGS_TYPE_SUBCLASS``: instances are classes.
 TYPE_SUBCLASS_FLAG = 1 << 31
 #: The methods that make an object found on a class a descriptor.
@@ -725,10 +727,12 @@ def is_stable(f):
 
 
 def hashed_by_identity(kind):
-    """True for a C type (not made by Python code) whose instances hash and
+    """True for a C type that cannot change (static, or a heap type marked
+    immutable: ``functools._lru_cache_wrapper``) whose instances hash and
     compare as ``object``'s do, by identity: a dictionary lookup of one runs
     no code (the core's ``cassette_hashed_by_identity`` says the same)."""
-    return (not type_flags(kind) & HEAPTYPE_FLAG
+    flags = type_flags(kind)
+    return ((not flags & HEAPTYPE_FLAG or flags & IMMUTABLETYPE_FLAG)
             and lookup_on_type(kind, "__hash__") is _OBJECT_HASH
             and lookup_on_type(kind, "__eq__") is _OBJECT_EQ)
 

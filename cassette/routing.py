@@ -211,8 +211,22 @@ def _route_own_entries(klass):
 
 
 def _is_descriptor_class(kind):
-    return any(callables.lookup_on_type(kind, name) is not None
-               for name in callables.DESCRIPTOR_METHODS)
+    known = _descriptor_classes.get(kind)
+    if known is not None:
+        return known
+    answer = any(callables.lookup_on_type(kind, name) is not None
+                 for name in callables.DESCRIPTOR_METHODS)
+    flags = callables.type_flags(kind)
+    if not flags & _HEAPTYPE or flags & callables.IMMUTABLETYPE_FLAG:
+        # A class that cannot change (str, NoneType, getset_descriptor …):
+        # every new class's namespace holds some, so the answer is kept.
+        if len(_descriptor_classes) >= 1024:
+            _descriptor_classes.clear()
+        _descriptor_classes[kind] = answer
+    return answer
+
+
+_descriptor_classes = {}
 
 
 def route_class(cls):

@@ -101,3 +101,37 @@ def test_a_class_that_changes_is_decided_again():
     calls = Calls(metadata={})
     cassette.overdub(calls, run, values)
     assert calls.metadata.get("neg") == 2      # negated's body ran overdubbed
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_square(n):
+    return n * n
+
+
+def squares(values):
+    return [_cached_square(v) for v in values]
+
+
+def test_a_module_level_cached_function_is_decided_once_and_stays_overdubbed():
+    # functools' wrapper is an immutable C class hashed by identity, and the
+    # module's global of its name: stable, so its target is kept.
+    from cassette import callables
+    assert callables.is_stable(_cached_square)
+    values = [3, 1, 3, 2, 1, 3]
+    _cached_square.cache_clear()
+    ctx = Calls(metadata={})
+    assert cassette.overdub(ctx, squares, values) == [9, 1, 9, 4, 1, 9]
+    if entry.IMPLEMENTATION == "cython":
+        # The wrapper's six calls, and the wrapped function's once per value
+        # missing from the cache (the wrapper calls it: an operation too),
+        # its body overdubbed.
+        assert ctx.metadata.get("_cached_square") == len(values) + 3
+        assert ctx.metadata.get("mul") == 3
+    else:       # no routing: what the wrapper calls escapes
+        assert ctx.metadata.get("_cached_square") == len(values)
+    assert _cached_square.cache_info().hits == 3
+    _cached_square.cache_clear()
+    ctx = Calls(metadata={})
+    assert cassette.overdub(ctx, squares, [5, 5]) == [25, 25]
+    if entry.IMPLEMENTATION == "cython":
+        assert ctx.metadata.get("mul") == 1

@@ -52,12 +52,13 @@ static inline int cassette_class_hashed_as_type(PyObject *obj) {
         && meta->tp_richcompare == PyType_Type.tp_richcompare;
 }
 
-/* An instance of a C type that hashes and compares as object does, by
-   identity: a dictionary lookup of it runs no code (callables.hashed_by_identity
-   says the same). */
+/* An instance of a C type that cannot change (static, or an immutable
+   heap type) and hashes and compares as object does, by identity: a
+   dictionary lookup of it runs no code (callables.hashed_by_identity says
+   the same). */
 static inline int cassette_hashed_by_identity(PyObject *obj) {
     PyTypeObject *tp = Py_TYPE(obj);
-    return !(tp->tp_flags & Py_TPFLAGS_HEAPTYPE)
+    return (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || (tp->tp_flags & Py_TPFLAGS_IMMUTABLETYPE))
         && tp->tp_hash == PyBaseObject_Type.tp_hash
         && tp->tp_richcompare == PyBaseObject_Type.tp_richcompare;
 }
