@@ -600,17 +600,13 @@ cdef class Runtime:
             target = self._instance_call(f, tp)
             if target is not None:
                 return target
-        if (self.parent is None and not self._tagging and not PyType_Check(f)
-                and _instances_are_primitives(tp)
-                and _plan(type(self.ctx), f) is EMPTY):
-            # engine.target's answer for such a callee, without asking it.
-            cassette_own_call(_route_callee, f, None, 1)
-            target = cassette_primitive_new(f)
-            if _is_stable(f):
-                self._keep(self._resolved, f, target)
-            return target
-        target = cassette_own_call(engine.target, self, f, 2)
-        if target is f and not _is_frame_sensitive(f):
+        # A primitive nobody names: engine.target's answer is f itself, known
+        # without asking it.
+        known_primitive = (self.parent is None and not self._tagging and not PyType_Check(f)
+                           and _instances_are_primitives(tp)
+                           and _plan(type(self.ctx), f) is EMPTY)
+        target = f if known_primitive else cassette_own_call(engine.target, self, f, 2)
+        if target is f and (known_primitive or not _is_frame_sensitive(f)):
             cassette_own_call(_route_callee, f, None, 1)
             target = cassette_primitive_new(f)
         if _is_stable(f):
