@@ -726,13 +726,19 @@ def is_stable(f):
     return hashed_by_identity(kind) and is_module_global(f)
 
 
+def is_unchangeable(cls):
+    """True for a class whose attributes cannot be set: a static C type, or
+    a heap type marked immutable (``functools._lru_cache_wrapper``)."""
+    flags = type_flags(cls)
+    return not flags & HEAPTYPE_FLAG or bool(flags & IMMUTABLETYPE_FLAG)
+
+
 def hashed_by_identity(kind):
     """True for a C type that cannot change (static, or a heap type marked
     immutable: ``functools._lru_cache_wrapper``) whose instances hash and
     compare as ``object``'s do, by identity: a dictionary lookup of one runs
     no code (the core's ``cassette_hashed_by_identity`` says the same)."""
-    flags = type_flags(kind)
-    return ((not flags & HEAPTYPE_FLAG or flags & IMMUTABLETYPE_FLAG)
+    return (is_unchangeable(kind)
             and lookup_on_type(kind, "__hash__") is _OBJECT_HASH
             and lookup_on_type(kind, "__eq__") is _OBJECT_EQ)
 

@@ -216,8 +216,7 @@ def _is_descriptor_class(kind):
         return known
     answer = any(callables.lookup_on_type(kind, name) is not None
                  for name in callables.DESCRIPTOR_METHODS)
-    flags = callables.type_flags(kind)
-    if not flags & _HEAPTYPE or flags & callables.IMMUTABLETYPE_FLAG:
+    if callables.is_unchangeable(kind):
         # A class that cannot change (str, NoneType, getset_descriptor …):
         # every new class's namespace holds some, so the answer is kept.
         if len(_descriptor_classes) >= 1024:
