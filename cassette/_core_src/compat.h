@@ -197,6 +197,31 @@ static inline int cassette_route_protocol_function(PyFunctionObject *f, vectorca
 }
 
 
+/* Give `f`, a function cassette has just made, the version the
+   interpreter's specializations key calls on, as its own MAKE_FUNCTION
+   gives every function it makes.  3.13 to 3.15 give none to a function
+   made through the C API or the FunctionType constructor, and a call of a
+   function without a version never specializes: every call of it pushes
+   its frame through the generic path.  3.11 and 3.12 assign a version
+   when a call first specializes. */
+#if CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
+PyAPI_FUNC(void) _PyFunction_SetVersion(PyFunctionObject *func, uint32_t version);
+#endif
+
+static inline void cassette_version_new_function(PyFunctionObject *f) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312
+    (void)f;
+#elif CASSETTE_PY == 313
+    uint32_t version = ((PyCodeObject *)f->func_code)->co_version;
+    if (f->func_version == 0 && version != 0) _PyFunction_SetVersion(f, version);
+#elif CASSETTE_PY == 314 || CASSETTE_PY == 315
+    /* Versions below 2 mean unset and retired. */
+    uint32_t version = ((PyCodeObject *)f->func_code)->co_version;
+    if (f->func_version == 0 && version >= 2) _PyFunction_SetVersion(f, version);
+#endif
+}
+
+
 /* -- pinned attribute loads ------------------------------------------------ */
 
 /* Releases whose specialized property load pushes a getter's frame without

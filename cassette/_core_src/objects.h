@@ -294,6 +294,7 @@ static PyObject *cassette_function_running(PyObject *code, PyObject *f) {
     Py_XSETREF(clone->func_defaults, Py_XNewRef(source->func_defaults));
     Py_XSETREF(clone->func_kwdefaults, Py_XNewRef(source->func_kwdefaults));
     Py_XSETREF(clone->func_closure, Py_XNewRef(source->func_closure));
+    cassette_version_new_function(clone);
     return made;
 }
 
