@@ -29,6 +29,7 @@ cdef extern from "Python.h":
     bint PyType_HasFeature(PyTypeObject *, unsigned long)
     bint PyType_Check(object)
     unsigned long Py_TPFLAGS_HEAPTYPE
+    unsigned long Py_TPFLAGS_METHOD_DESCRIPTOR
     # Declared without an exception value: the callers check and clear.
     Py_ssize_t PyLong_AsSsize_t(object)
     PyObject *PyErr_Occurred()
@@ -44,6 +45,11 @@ cdef extern from "_core_src/compat.h":
     void cassette_install_attribute_load_pin(int load_attr, int property, int never)
     void cassette_allow_pinning(int opcode)
     int cassette_pin_attribute_load(object code, Py_ssize_t unit)
+    ctypedef struct cassette_own_attributes:
+        int known
+    void cassette_learn_own_attributes(PyTypeObject *tp, object name,
+                                       cassette_own_attributes *own)
+    int cassette_may_hold_own(object obj, object name, const cassette_own_attributes *own)
 
 
 cdef extern from "_core_src/budget.h":
@@ -96,8 +102,8 @@ cdef extern from "_core_src/objects.h":
     object cassette_tagging_api(int which, void *entry, object module)
     object cassette_function_running(object code, object f)
     enum:
-        CASSETTE_SLOT_RESOLVE, CASSETTE_SLOT_METHOD
-    void cassette_install_runtime_slots(void *resolve, void *method)
+        CASSETTE_SLOT_RESOLVE, CASSETTE_SLOT_METHOD, CASSETTE_SLOT_METHOD_OF
+    void cassette_install_runtime_slots(void *resolve, void *method, void *method_of)
     object cassette_runtime_slot(int which, object runtime)
 
 

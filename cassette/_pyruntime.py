@@ -125,7 +125,9 @@ class Runtime:
                 return self
             if name == "context":
                 return self.ctx
-            if name in STRUCTURAL_SLOTS:
+            if type(name) is tuple and name[0] == "method":
+                value = MethodSite(self, name[1])
+            elif name in STRUCTURAL_SLOTS:
                 value = getattr(self, STRUCTURAL_SLOTS[name])
             elif name in dispatch.TAGGING_SLOTS:
                 value = engine.tagging_slot(self, name)
@@ -672,6 +674,21 @@ _ARRANGEMENTS = {
     "slice": lambda obj, start, stop: (obj, slice(start, stop)),
     "slice_value_last": lambda value, obj, start, stop: (obj, slice(start, stop), value),
 }
+
+
+class MethodSite:
+    """The method lookup of the sites of one name, ``obj.name(…)``
+    (``Slot(("method", name))``): ``M`` such that ``M(obj, …)`` makes the
+    call (the Cython core keeps the last class's answer)."""
+
+    __slots__ = ("runtime", "name")
+
+    def __init__(self, runtime, name):
+        self.runtime = runtime
+        self.name = name
+
+    def __call__(self, obj):
+        return self.runtime.method(obj, self.name)
 
 
 class OperationSite:

@@ -302,11 +302,20 @@ def _emit_site(site, instr, tags, out, tagging=False):
         return False  # the call instructions themselves follow unchanged
 
     if kind == "method":
-        # [obj] -> [method(obj, name), obj]
-        out += LAYER.call_constant_pushing(
-            Slot("method"), [Instr("COPY", 3, location=loc),
-                             Instr("LOAD_CONST", site.detail, location=loc)], loc)
-        out.append(Instr("SWAP", 2, location=loc))
+        # [obj] -> [M, obj], M = the lookup of the sites of this name applied
+        # to obj.  A local receiver is loaded again rather than shuffled.
+        lookup = Slot(("method", site.detail))
+        receiver = out[-1] if out else None
+        if type(receiver) is Instr and receiver.name == "LOAD_FAST":
+            out[-1] = Instr("LOAD_CONST", lookup, location=receiver.location)
+            out += LAYER.call_constant_on(receiver, loc)
+            out.append(Instr("LOAD_FAST", receiver.arg, location=loc))
+        else:
+            out.append(Instr("COPY", 1, location=loc))
+            out.append(Instr("LOAD_CONST", lookup, location=loc))
+            out.append(Instr("SWAP", 2, location=loc))
+            out += LAYER.call_opcodes(0, loc)
+            out.append(Instr("SWAP", 2, location=loc))
         return True
     if kind == "super_method":
         out.append(LAYER.super_attribute_load(site.detail, loc))

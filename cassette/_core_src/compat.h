@@ -54,6 +54,134 @@ static inline int cassette_get_method(PyObject *obj, PyObject *name, PyObject **
 }
 
 
+/* Whether an instance holds an attribute of its own under a name: what a
+   cached method lookup must rule out before it reuses what the class
+   gave.  ``cassette_learn_own_attributes`` learns, for a class and a name,
+   where instances of the class could hold it (nothing, unless the class
+   looks attributes up generically); ``cassette_may_hold_own``
+   then answers for one instance: 0 when it certainly holds no attribute of
+   that name in its ``__dict__``, 1 when it may (the caller looks the
+   attribute up as the interpreter does).
+
+   3.11 and 3.12 keep most instances' attributes as values beside keys the
+   class shares (``ht_cached_keys``).  Shared keys only ever grow (a
+   deleted attribute leaves its key), so a name absent from the first
+   `entries` keys is absent while their count holds; a name among them is
+   held when that instance's value for it is set.  3.13+ have method loads
+   of their own (Layer313 keeps LOAD_ATTR), and never learn. */
+typedef struct {
+    int known;            /* 0: nothing learned; the answer is always 1 */
+    int shared;           /* instances keep values beside shared keys */
+    void *keys;           /* those keys, when learned */
+    Py_ssize_t entries;   /* how many keys they had */
+    Py_ssize_t index;     /* where the name is among them, or -1 */
+} cassette_own_attributes;
+
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312
+/* Internal/pycore_dict.h's struct _dictkeysobject and PyDictUnicodeEntry,
+   the same in 3.11 and 3.12. */
+typedef struct {
+    Py_ssize_t dk_refcnt;
+    uint8_t dk_log2_size;
+    uint8_t dk_log2_index_bytes;
+    uint8_t dk_kind;
+    uint32_t dk_version;
+    Py_ssize_t dk_usable;
+    Py_ssize_t dk_nentries;
+    char dk_indices[];
+} cassette_dict_keys;
+
+typedef struct {
+    PyObject *me_key;
+    PyObject *me_value;
+} cassette_unicode_entry;
+
+/* The instance's values beside its class's shared keys (NULL: none) and
+   its materialized __dict__ (NULL: none): internal/pycore_object.h's
+   _PyObject_ValuesPointer/_PyObject_ManagedDictPointer (3.11) and
+   _PyObject_DictOrValuesPointer (3.12). */
+static inline void cassette_managed_attributes(PyObject *obj, PyObject ***values, PyObject **dict) {
+#if CASSETTE_PY == 311
+    *values = (PyObject **)((void **)obj)[-4];
+    *dict = ((PyObject **)obj)[-3];
+#else
+    char *tagged = ((char **)obj)[-3];
+    if ((uintptr_t)tagged & 1) {
+        *values = (PyObject **)(tagged + 1);
+        *dict = NULL;
+    } else {
+        *values = NULL;
+        *dict = (PyObject *)tagged;
+    }
+#endif
+}
+#endif
+
+static void cassette_learn_own_attributes(PyTypeObject *tp, PyObject *name,
+                                          cassette_own_attributes *own) {
+    own->known = 0;
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312
+    if (!PyUnicode_CheckExact(name) || tp->tp_getattro != PyObject_GenericGetAttr) return;
+    if (!(tp->tp_flags & Py_TPFLAGS_MANAGED_DICT)) {
+        if (tp->tp_dictoffset < 0) return;
+        own->shared = 0;
+        own->known = 1;
+        return;
+    }
+    cassette_dict_keys *keys = (cassette_dict_keys *)((PyHeapTypeObject *)tp)->ht_cached_keys;
+    if (keys == NULL || keys->dk_kind == 0) return;
+    cassette_unicode_entry *entries = (cassette_unicode_entry *)(
+        &keys->dk_indices[(size_t)1 << keys->dk_log2_index_bytes]);
+    own->index = -1;
+    for (Py_ssize_t i = 0; i < keys->dk_nentries; i++) {
+        PyObject *key = entries[i].me_key;
+        if (key == name || (key != NULL && PyUnicode_CheckExact(key)
+                            && PyUnicode_Compare(key, name) == 0)) {
+            own->index = i;
+            break;
+        }
+    }
+    own->shared = 1;
+    own->keys = keys;
+    own->entries = keys->dk_nentries;
+    own->known = 1;
+#else
+    (void)tp; (void)name;
+#endif
+}
+
+/* Whether `dict`, an instance's __dict__, may hold `name`: 1 unless a
+   lookup says it does not (an error is cleared: the caller's own lookup
+   meets it again). */
+static inline int cassette_dict_may_hold(PyObject *dict, PyObject *name) {
+    if (dict == NULL) return 0;
+    if (PyDict_GetItemWithError(dict, name) != NULL) return 1;
+    if (PyErr_Occurred()) { PyErr_Clear(); return 1; }
+    return 0;
+}
+
+static inline int cassette_may_hold_own(PyObject *obj, PyObject *name,
+                                        const cassette_own_attributes *own) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312
+    if (!own->known) return 1;
+    PyTypeObject *tp = Py_TYPE(obj);
+    if (!own->shared) {
+        if (tp->tp_dictoffset == 0) return 0;
+        return cassette_dict_may_hold(*(PyObject **)((char *)obj + tp->tp_dictoffset), name);
+    }
+    PyObject **values, *dict;
+    cassette_managed_attributes(obj, &values, &dict);
+    if (values == NULL) return cassette_dict_may_hold(dict, name);
+    cassette_dict_keys *keys = (cassette_dict_keys *)((PyHeapTypeObject *)tp)->ht_cached_keys;
+    if ((void *)keys != own->keys || keys->dk_nentries != own->entries) return 1;
+    return own->index >= 0 && values[own->index] != NULL;
+#else
+    (void)obj; (void)name; (void)own;
+    return 1;
+#endif
+}
+
+
 /* The object a weak reference refers to (borrowed: the weak reference
    does not own it, its other owners keep it alive), Py_None when it is
    dead, or NULL with an exception set.  (3.13 deprecates

@@ -240,6 +240,52 @@ cdef object _method_entry(object runtime, PyObject **args, Py_ssize_t nargs):
     return (<Runtime>runtime)._method(<object>args[0], <object>args[1])
 
 
+cdef object _method_site_entry(object site, object obj):
+    """The ``method_of`` slot's C function (``cassette_runtime_slot``)."""
+    return (<MethodSite>site).lookup(obj)
+
+
+@cython.final
+cdef class MethodSite:
+    """The method lookup of the sites of one name, ``obj.name(…)``
+    (``Slot(("method", name))``): the runtime's ``_method``, whose answer
+    for the last class is kept while the class keeps its version and the
+    instance holds no attribute of that name of its own — the checks the
+    interpreter's own specialized method load makes."""
+
+    cdef Runtime runtime
+    cdef object name
+    cdef PyTypeObject *cached_class     # not owned: its version tag tells it
+    cdef unsigned int version           # 0: nothing kept
+    cdef object descriptor              # the method descriptor its MRO gives
+    cdef cassette_own_attributes own
+
+    cdef object lookup(self, obj):
+        cdef PyTypeObject *tp = Py_TYPE(obj)
+        if (tp == self.cached_class and self.version != 0
+                and cassette_class_version(tp) == self.version
+                and not self.runtime._chain_tagging
+                and not cassette_may_hold_own(obj, self.name, &self.own)):
+            return self.runtime._resolve(self.descriptor)
+        return self._miss(obj, tp)
+
+    cdef object _miss(self, obj, PyTypeObject *tp):
+        method = self.runtime._method(obj, self.name)
+        self.version = 0
+        if self.runtime._chain_tagging:
+            return method
+        cdef PyObject *found = cassette_type_lookup(tp, self.name)
+        if found is NULL or not PyType_HasFeature(Py_TYPE(<object>found),
+                                                  Py_TPFLAGS_METHOD_DESCRIPTOR):
+            return method
+        cassette_learn_own_attributes(tp, self.name, &self.own)
+        if self.own.known and not cassette_may_hold_own(obj, self.name, &self.own):
+            self.descriptor = <object>found
+            self.cached_class = tp
+            self.version = cassette_class_version(tp)
+        return method
+
+
 @cython.final
 cdef class Recent:
     """A callee resolved lately and what it resolved to (``Runtime._recent``):
@@ -516,6 +562,8 @@ cdef class Runtime:
                 value = cassette_runtime_slot(CASSETTE_SLOT_RESOLVE, self)
             elif name == "method":
                 value = cassette_runtime_slot(CASSETTE_SLOT_METHOD, self)
+            elif type(name) is tuple and (<tuple>name)[0] == "method":
+                value = cassette_runtime_slot(CASSETTE_SLOT_METHOD_OF, self._method_site(name[1]))
             elif name in _STRUCTURAL:
                 value = getattr(self, _STRUCTURAL[name])
             elif name in dispatch.TAGGING_SLOTS:
@@ -526,6 +574,12 @@ cdef class Runtime:
                 value = cassette_operation_slot(OperationSite(self, name))
             self._slots[name] = value
         return value
+
+    cdef MethodSite _method_site(self, name):
+        cdef MethodSite site = MethodSite.__new__(MethodSite)
+        site.runtime = self
+        site.name = name
+        return site
 
     def resolve(self, f):
         """What a call site calls instead of ``f``."""

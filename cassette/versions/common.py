@@ -219,15 +219,13 @@ class Layer:
         """Call ``const`` with the top ``nargs`` stack values; push the result."""
         raise NotImplementedError
 
-    def call_constant_pushing(self, const, pushes, location):
-        """Call ``const`` with the values the instructions ``pushes`` push
-        (one each, after the callable pair is in place: a ``COPY`` reaches
-        two slots further down than before it); push the result.  Shorter
-        than ``call_constant`` when the arguments can be pushed then."""
-        load = Instr("LOAD_CONST", const, location=location)
-        null = Instr("PUSH_NULL", location=location)
-        code = [null, load] if self.null_below_callable else [load, null]
-        return code + list(pushes) + self.call_opcodes(len(pushes), location)
+    def call_constant_on(self, push, location):
+        """After ``LOAD_CONST c``: push one value (``push``, an instruction)
+        and call ``c`` with it alone, as a method is called with its
+        object; push the result.  The call's two slots are then ``[c,
+        value]`` on every release: 3.11/3.12 read a non-NULL lower slot as
+        a method and its object, 3.13+ the upper one as ``self``."""
+        return [push] + self.call_opcodes(0, location)
 
     def call_opcodes(self, nargs, location):
         """The instruction(s) that perform a call of ``nargs`` arguments whose
