@@ -45,6 +45,8 @@ cdef extern from "_core_src/compat.h":
     void cassette_install_attribute_load_pin(int load_attr, int property, int never)
     void cassette_allow_pinning(int opcode)
     int cassette_pin_attribute_load(object code, Py_ssize_t unit)
+    PyObject *cassette_method_wrapper_descriptor(object wrapper)   # borrowed
+    PyObject *cassette_method_wrapper_self(object wrapper)         # borrowed
     ctypedef struct cassette_own_attributes:
         int known
     void cassette_learn_own_attributes(PyTypeObject *tp, object name,
@@ -114,6 +116,7 @@ cdef extern from "_core_src/sites.h":
                                       object mask)
     Py_ssize_t cassette_refcount(PyObject *obj)
     PyObject *cassette_bound_builtin_descriptor(object f, object name)
+    bint cassette_instances_lack_own_attributes(PyTypeObject *tp)
     bint cassette_class_hashed_as_type(object obj)
     bint cassette_hashed_by_identity(object obj)
     bint cassette_builtin_bound_to_instance(object f)

@@ -275,6 +275,10 @@ class Runtime:
         ``M(self, …)`` makes the call."""
         if type(bound) is _MethodType:
             return bound.__self__, self.resolve(bound.__func__)
+        if type(bound) is _MethodWrapperType:   # a C slot's: super().__init__()
+            callee, owner = callables.split_bound(bound)
+            if owner is not _NO_SELF:
+                return owner, self.resolve(callee)
         if callables.is_stable(bound):
             return None, self._dropper(self.resolve(bound))
         return None, DropSelf(self.resolve(bound))

@@ -290,7 +290,7 @@ def is_library_code(code):
     return answer
 
 
-_library_files = {}     # co_filename -> is_library_code's answer
+_library_files = {}     # co_filename -> is_library_code's answer (the core reads it: never rebound)
 
 
 _acting_for_program = {}       # code object -> None, in marking order

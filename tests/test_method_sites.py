@@ -163,3 +163,54 @@ def test_hooks_see_the_method_that_runs():
     kinds = [name for name in log if name in ("Base.m", "test_hooks_see_the_method_that_runs.<locals>.program.<locals>.<lambda>")]
     assert kinds.count("Base.m") == 5
     assert len(kinds) == 7
+
+
+class Recording:
+    def __init__(self):
+        super().__init__()                      # object.__init__, a C slot
+        self.log = []
+
+    def __setattr__(self, name, value):
+        if name != "log":
+            self.log.append(name)
+        super().__setattr__(name, value)        # not this class's __setattr__ again
+
+    def __repr__(self):
+        return "Recording" + super().__repr__()[:0]
+
+
+def test_super_calls_of_c_slots():
+    def program():
+        out = []
+        for i in range(30):
+            r = Recording()
+            r.x = i
+            r.y = -i
+            out.append((r.log, r.x, r.y, repr(r)))
+        return out
+    same(program)
+
+
+class SeeingSlots(cassette.Context):
+    def prehook(self, f, *args, **kwargs):
+        if f is object.__setattr__ or f is object.__init__:
+            self.metadata.append((f.__name__, type(args[0]).__name__, args[1:]))
+
+
+class Settable:
+    def __init__(self):
+        super().__init__()
+
+    def set(self, name, value):
+        super().__setattr__(name, value)
+
+
+def test_hooks_see_the_slot_wrapper_that_super_calls():
+    def program():
+        s = Settable()
+        s.set("x", 1)
+        return s.x
+
+    log = []
+    assert cassette.overdub(SeeingSlots(metadata=log), program) == 1
+    assert log == [("__init__", "Settable", ()), ("__setattr__", "Settable", ("x", 1))]

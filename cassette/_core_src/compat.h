@@ -136,6 +136,7 @@ static void cassette_learn_own_attributes(PyTypeObject *tp, PyObject *name,
     for (Py_ssize_t i = 0; i < keys->dk_nentries; i++) {
         PyObject *key = entries[i].me_key;
         if (key == name || (key != NULL && PyUnicode_CheckExact(key)
+                            && PyObject_Hash(key) == PyObject_Hash(name)
                             && PyUnicode_Compare(key, name) == 0)) {
             own->index = i;
             break;
@@ -178,6 +179,29 @@ static inline int cassette_may_hold_own(PyObject *obj, PyObject *name,
 #else
     (void)obj; (void)name; (void)own;
     return 1;
+#endif
+}
+
+
+/* The slot wrapper a method-wrapper (``obj.__init__`` of a C slot, what
+   ``super().__init__`` gives) calls, and the object it is bound to, both
+   borrowed: Objects/descrobject.c's wrapperobject, the same in 3.11 to
+   3.15. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *descr;
+    PyObject *self;
+} cassette_method_wrapper;
+
+static inline PyObject *cassette_method_wrapper_descriptor(PyObject *wrapper) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
+    return ((cassette_method_wrapper *)wrapper)->descr;
+#endif
+}
+
+static inline PyObject *cassette_method_wrapper_self(PyObject *wrapper) {
+#if CASSETTE_PY == 311 || CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
+    return ((cassette_method_wrapper *)wrapper)->self;
 #endif
 }
 

@@ -8,6 +8,7 @@ cdef object _partial_type = functools.partial
 cdef object MethodType = types.MethodType
 cdef object _object_new = object.__new__
 cdef object MethodWrapperType = types.MethodWrapperType
+cdef object ModuleType = types.ModuleType
 cdef object _split_bound = callables.split_bound
 cdef object BuiltinFunctionType = types.BuiltinFunctionType
 cdef object _BuiltinCMethodType = callables.BuiltinCMethodType
@@ -19,9 +20,7 @@ cdef object _EXHAUSTED = EXHAUSTED
 cdef object _OverdubInstead = OverdubInstead
 cdef object _dispatch_module = dispatch
 cdef object _is_stable = callables.is_stable
-cdef object _lookup = callables.lookup_on_type
 cdef object _remove_library_entries = callables.remove_library_entries
-cdef object _is_method_descriptor = callables.is_method_descriptor
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
 cdef object _is_library_code = callables.is_library_code
 cdef object _plan = dispatch.plan
@@ -63,6 +62,7 @@ cdef enum:
     TRANSIENT_ENTRIES = 1 << TRANSIENT_BITS
     RECENT_CALLEES_BITS = 9
     RECENT_CALLEES = 1 << RECENT_CALLEES_BITS
+    METHOD_SITE_CLASSES = 4
 
 #: The code flags of functions whose frames can outlive a call (generators,
 #: coroutines, async generators): suspended, they run again later.
@@ -248,42 +248,86 @@ cdef object _method_site_entry(object site, object obj):
 @cython.final
 cdef class MethodSite:
     """The method lookup of the sites of one name, ``obj.name(…)``
-    (``Slot(("method", name))``): the runtime's ``_method``, whose answer
-    for the last class is kept while the class keeps its version and the
-    instance holds no attribute of that name of its own — the checks the
-    interpreter's own specialized method load makes."""
+    (``Slot(("method", name))``): the runtime's ``_method``, whose answers
+    for the last few classes are kept while each class keeps its version
+    and the instance holds no attribute of that name of its own — the
+    checks the interpreter's own specialized method load makes."""
 
     cdef Runtime runtime
     cdef object name
-    cdef PyTypeObject *cached_class     # not owned: its version tag tells it
-    cdef unsigned int version           # 0: nothing kept
-    cdef object descriptor              # the method descriptor its MRO gives
-    cdef cassette_own_attributes own
+    # Per class kept (not owned: its version tag tells it): that tag (0:
+    # nothing kept), the method descriptor its MRO gives (in
+    # ``descriptors``), where its instances keep attributes of their own.
+    cdef PyTypeObject *classes[METHOD_SITE_CLASSES]
+    cdef unsigned int versions[METHOD_SITE_CLASSES]
+    cdef list descriptors
+    cdef cassette_own_attributes own[METHOD_SITE_CLASSES]
+    cdef int replaced                   # the entry a new class takes next
 
     cdef object lookup(self, obj):
         cdef PyTypeObject *tp = Py_TYPE(obj)
-        if (tp == self.cached_class and self.version != 0
-                and cassette_class_version(tp) == self.version
-                and not self.runtime._chain_tagging
-                and not cassette_may_hold_own(obj, self.name, &self.own)):
-            return self.runtime._resolve(self.descriptor)
+        cdef int i
+        for i in range(METHOD_SITE_CLASSES):
+            if self.classes[i] == tp:
+                if (self.versions[i] != 0 and cassette_class_version(tp) == self.versions[i]
+                        and not self.runtime._chain_tagging
+                        and not cassette_may_hold_own(obj, self.name, &self.own[i])):
+                    return self.runtime._resolve(<object>PyList_GET_ITEM(self.descriptors, i))
+                break
         return self._miss(obj, tp)
 
     cdef object _miss(self, obj, PyTypeObject *tp):
+        cdef int i, entry = -1
         method = self.runtime._method(obj, self.name)
-        self.version = 0
+        for i in range(METHOD_SITE_CLASSES):
+            if self.classes[i] == tp:
+                entry = i
+        if entry < 0:
+            entry = self.replaced
+            self.replaced = (entry + 1) % METHOD_SITE_CLASSES
+        self.classes[entry] = tp
+        self.versions[entry] = 0
         if self.runtime._chain_tagging:
             return method
         cdef PyObject *found = cassette_type_lookup(tp, self.name)
         if found is NULL or not PyType_HasFeature(Py_TYPE(<object>found),
                                                   Py_TPFLAGS_METHOD_DESCRIPTOR):
             return method
-        cassette_learn_own_attributes(tp, self.name, &self.own)
-        if self.own.known and not cassette_may_hold_own(obj, self.name, &self.own):
-            self.descriptor = <object>found
-            self.cached_class = tp
-            self.version = cassette_class_version(tp)
+        cassette_learn_own_attributes(tp, self.name, &self.own[entry])
+        if self.own[entry].known and not cassette_may_hold_own(obj, self.name, &self.own[entry]):
+            if self.descriptors is None:
+                self.descriptors = [None] * METHOD_SITE_CLASSES
+            self.descriptors[entry] = <object>found
+            self.versions[entry] = cassette_class_version(tp)
         return method
+
+
+cdef dict _library_files = callables._library_files
+
+
+cdef inline bint _may_be_module_global(f):
+    """False when an instance of a C class is certainly not stable for
+    ``callables.is_stable``: its class is not hashed by identity, or it has
+    no ``__name__`` a module global of its own name needs
+    (``callables.is_module_global``)."""
+    cdef PyTypeObject *tp = Py_TYPE(f)
+    return cassette_hashed_by_identity(f) and not (
+        cassette_instances_lack_own_attributes(tp)
+        and cassette_type_lookup(tp, "__name__") is NULL)
+
+
+cdef bint _may_hold_library_entries(exception) except -1:
+    """False when no entry of ``exception``'s traceback is cassette's own,
+    as far as ``callables.is_library_code`` has answered for their files
+    before (a file it has not seen: True)."""
+    cdef PyObject *known
+    tb = getattr(exception, "__traceback__", None)
+    while tb is not None:
+        known = PyDict_GetItemWithError(_library_files, tb.tb_frame.f_code.co_filename)
+        if known is NULL or <object>known is not False:
+            return True
+        tb = tb.tb_next
+    return False
 
 
 @cython.final
@@ -388,6 +432,7 @@ cdef class Runtime:
     # recipe (weakly).
     cdef dict _codes, _recipes
     cdef dict _named
+    cdef object _unnamed_plan       # the plan of every callee _named lacks (None: not known yet)
     cdef object _partial_recipe     # PartialRecipe, _NO_RECIPE or None (not known yet)
     cdef list _seen_functions
     cdef OperationSite _next_site
@@ -467,6 +512,7 @@ cdef class Runtime:
         self._forget_recent_records()
         self._chain_tagging = engine.chain_has_tagging(self)
         self._named = engine.named_callees(self) or None
+        self._unnamed_plan = None
         self._partial_recipe = None
 
     cdef void _forget_recent_records(self) noexcept:
@@ -575,6 +621,17 @@ cdef class Runtime:
             self._slots[name] = value
         return value
 
+    cdef object _plan_of(self, f):
+        """``dispatch.plan`` for this context and ``f``: the plan every
+        callee no handler names shares is kept here until the generation
+        changes (``_named`` holds the callees handlers of this context, or
+        of an enclosing one, name)."""
+        if self._named is None or self._named.get(id(f)) is not f:
+            if self._unnamed_plan is None:
+                self._unnamed_plan = _plan(type(self.ctx), f)
+            return self._unnamed_plan
+        return _plan(type(self.ctx), f)
+
     cdef MethodSite _method_site(self, name):
         cdef MethodSite site = MethodSite.__new__(MethodSite)
         site.runtime = self
@@ -640,9 +697,21 @@ cdef class Runtime:
                 descriptor = cassette_bound_builtin_descriptor(f, _builtin_name(f))
                 if descriptor is not NULL:
                     inner = self._resolve(<object>descriptor)
-                    if inner is <object>descriptor:
-                        return f
-                    return PyMethod_New(inner, <object>PyCFunction_GET_SELF(f))
+                    target = (f if inner is <object>descriptor
+                              else PyMethod_New(inner, <object>PyCFunction_GET_SELF(f)))
+                    if not cassette_builtin_bound_to_instance(f):
+                        # Bound to a class: equal to every binding of it.
+                        self._keep(self._resolved, f, target)
+                    return target
+            elif (cassette_method_wrapper_self(f) is not <PyObject *>None
+                    and type(<object>cassette_method_wrapper_self(f)) is not ModuleType):
+                # (What callables.split_bound finds: the slot wrapper whose
+                # binding it is.)
+                descriptor = cassette_method_wrapper_descriptor(f)
+                inner = self._resolve(<object>descriptor)
+                if inner is <object>descriptor:
+                    return f
+                return PyMethod_New(inner, <object>cassette_method_wrapper_self(f))
             callee, owner = _split_bound(f)
             if owner is not NO_SELF:
                 inner = self._resolve(callee)
@@ -658,11 +727,13 @@ cdef class Runtime:
         # without asking it.
         known_primitive = (self.parent is None and not self._tagging and not PyType_Check(f)
                            and _instances_are_primitives(tp)
-                           and _plan(type(self.ctx), f) is EMPTY)
+                           and self._plan_of(f) is EMPTY)
         target = f if known_primitive else cassette_own_call(engine.target, self, f, 2)
         if target is f and (known_primitive or not _is_frame_sensitive(f)):
             cassette_own_call(_route_callee, f, None, 1)
             target = cassette_primitive_new(f)
+        if known_primitive and not _may_be_module_global(f):
+            return target       # what callables.is_stable would say, known here
         if _is_stable(f):
             self._keep(self._resolved, f, target)
         return target
@@ -688,7 +759,7 @@ cdef class Runtime:
         if not (<tuple>entry)[2]:
             return None
         body = PyMethod_New(self._rewritten(<object>found), f)
-        plan = _plan(type(self.ctx), f)
+        plan = self._plan_of(f)
         if plan is EMPTY:
             return body
         return Hooked(self, f, plan, body)
@@ -829,6 +900,10 @@ cdef class Runtime:
         if tp is MethodType:
             if PyMethod_GET_SELF(attribute) is <PyObject *>obj:
                 return self._resolve(<object>PyMethod_GET_FUNCTION(attribute))
+        elif tp is MethodWrapperType:
+            if (cassette_method_wrapper_self(attribute) is <PyObject *>obj
+                    and type(obj) is not ModuleType):
+                return self._resolve(<object>cassette_method_wrapper_descriptor(attribute))
         elif tp is BuiltinFunctionType or tp is _BuiltinCMethodType:
             descriptor = cassette_bound_builtin_descriptor(attribute, _builtin_name(attribute))
             if descriptor is not NULL and PyCFunction_GET_SELF(attribute) is <PyObject *>obj:
@@ -838,9 +913,14 @@ cdef class Runtime:
     def split(self, bound):
         """For 3.12's ``super().name(…)``: ``(self, M)`` such that
         ``M(self, …)`` makes the call."""
-        if type(bound) is MethodType:
-            return bound.__self__, self.resolve(bound.__func__)
-        return None, self._dropper(self.resolve(bound), bound)
+        tp = type(bound)
+        if tp is MethodType:
+            return bound.__self__, self._resolve(bound.__func__)
+        if tp is MethodWrapperType:     # a C slot's: super().__init__()
+            owner = <object>cassette_method_wrapper_self(bound)
+            if owner is not None and type(owner) is not ModuleType:
+                return owner, self._resolve(<object>cassette_method_wrapper_descriptor(bound))
+        return None, self._dropper(self._resolve(bound), bound)
 
     def next_step(self, iterator):
         """One step of a ``for`` loop: the next value or EXHAUSTED."""
@@ -876,9 +956,11 @@ cdef class Runtime:
                            engine.native_async_with_error)
 
     cdef tuple _enter(self, manager, enter_name, exit_name, native_error):
-        tp = type(manager)
-        enter = cassette_own_call(_lookup, tp, enter_name, 2)
-        exit_ = cassette_own_call(_lookup, tp, exit_name, 2)
+        cdef PyTypeObject *tp = Py_TYPE(manager)
+        cdef PyObject *found = cassette_type_lookup(tp, enter_name)
+        enter = <object>found if found is not NULL else None
+        found = cassette_type_lookup(tp, exit_name)
+        exit_ = <object>found if found is not NULL else None
         if enter is None or exit_ is None:
             native_error(manager)
         value = self._call_special(enter, manager, ())
@@ -889,7 +971,8 @@ cdef class Runtime:
         exception's traceback loses the library's entries — with frames lent
         for it: a handler runs at the depth where the program's recursion
         stopped, and it must not fail there for cassette's work."""
-        cassette_own_call(_remove_library_entries, exception, None, 1)
+        if _may_hold_library_entries(exception):
+            cassette_own_call(_remove_library_entries, exception, None, 1)
 
     def route_annotate(self, owner):
         """Before rewritten code reads ``owner.__annotations__``: route the
@@ -914,7 +997,7 @@ cdef class Runtime:
         # By vectorcall: Cython's f(*args) enters the callee through its
         # tp_call, which counts a recursion level the program's own `with`
         # does not spend (3.11's Python limit, the C limit of 3.12+).
-        if _is_method_descriptor(descriptor):
+        if PyType_HasFeature(Py_TYPE(descriptor), Py_TPFLAGS_METHOD_DESCRIPTOR):
             return _call_tuple(self._resolve(descriptor), (obj,) + args, None)
         if hasattr(type(descriptor), "__get__"):
             descriptor = descriptor.__get__(obj, type(obj))

@@ -19,20 +19,38 @@ static inline int cassette_recordless(PyObject *obj) {
         || t == &PyComplex_Type || t == &PyUnicode_Type;
 }
 
-/* The method descriptor a builtin method bound to an instance was made
-   from (borrowed), as callables.split_bound finds it, when it is the one
-   the instance's class finds first by the method's name (`name`, the
-   interned ml_name); NULL when the builtin is not bound to an instance or
-   its descriptor is found another way (callables.split_bound decides). */
+/* The descriptor a bound builtin was made from (borrowed), as
+   callables.split_bound finds it, when it is the one found first by the
+   method's name (`name`, the interned ml_name): for a builtin bound to an
+   instance, the method descriptor its class finds; for one bound to a
+   class (``int.from_bytes``, ``dict.fromkeys``), the class-method
+   descriptor that class finds.  NULL when the builtin is bound to nothing
+   or a module, or its descriptor is found another way (a metaclass's
+   method bound to a class, a shadowed name: callables.split_bound
+   decides). */
 static inline PyObject *cassette_bound_builtin_descriptor(PyObject *f, PyObject *name) {
     PyCFunctionObject *function = (PyCFunctionObject *)f;
     PyObject *owner = function->m_self;
-    if (owner == NULL || PyModule_Check(owner) || PyType_Check(owner)) return NULL;
+    if (owner == NULL || PyModule_Check(owner)) return NULL;
+    if (PyType_Check(owner)) {
+        PyObject *found = cassette_type_lookup((PyTypeObject *)owner, name);
+        if (found == NULL || Py_TYPE(found) != &PyClassMethodDescr_Type
+                || ((PyMethodDescrObject *)found)->d_method != function->m_ml)
+            return NULL;
+        return found;
+    }
     PyObject *found = cassette_type_lookup(Py_TYPE(owner), name);
     if (found == NULL || Py_TYPE(found) != &PyMethodDescr_Type
             || ((PyMethodDescrObject *)found)->d_method != function->m_ml)
         return NULL;
     return found;
+}
+
+/* Whether instances of `tp` have no attributes but what `tp` itself
+   gives: the generic lookup, no instance dictionary. */
+static inline int cassette_instances_lack_own_attributes(PyTypeObject *tp) {
+    return tp->tp_getattro == PyObject_GenericGetAttr && tp->tp_dictoffset == 0
+        && !(tp->tp_flags & Py_TPFLAGS_MANAGED_DICT);
 }
 
 /* A builtin function or method bound to an instance: its self is neither
