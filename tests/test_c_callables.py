@@ -135,3 +135,32 @@ def test_a_module_level_cached_function_is_decided_once_and_stays_overdubbed():
     assert cassette.overdub(ctx, squares, [5, 5]) == [25, 25]
     if entry.IMPLEMENTATION == "cython":
         assert ctx.metadata.get("mul") == 1
+
+
+class _CountingAppends(cassette.Context):
+    pass
+
+
+@cassette.prehook.register(_CountingAppends, list.append)
+def _count_append(ctx, f, *args, **kwargs):
+    ctx.metadata.append(args[1])
+
+
+def test_stored_bound_builtins():
+    """``ap = xs.append`` then ``ap(x)`` in a loop, as programs keep bound
+    builtins: unhooked, the bound builtin runs with its arguments routed;
+    hooked through its class's descriptor, the hook sees ``list.append``
+    with the list first, every time."""
+    def program(n):
+        xs, seen = [], {}
+        ap, get = xs.append, seen.get
+        for i in range(n):
+            ap(i * i)
+            seen[i % 3] = get(i % 3, 0) + 1
+        ap(sorted)                  # a builtin function as an argument
+        return xs[:-1], seen, xs[-1] is sorted
+
+    assert cassette.overdub(Plain(), program, 50) == program(50)
+    log = []
+    assert cassette.overdub(_CountingAppends(metadata=log), program, 20) == program(20)
+    assert log == [i * i for i in range(20)] + [sorted]

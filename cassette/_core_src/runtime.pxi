@@ -697,12 +697,22 @@ cdef class Runtime:
                 descriptor = cassette_bound_builtin_descriptor(f, _builtin_name(f))
                 if descriptor is not NULL:
                     inner = self._resolve(<object>descriptor)
-                    target = (f if inner is <object>descriptor
-                              else PyMethod_New(inner, <object>PyCFunction_GET_SELF(f)))
                     if not cassette_builtin_bound_to_instance(f):
+                        target = (f if inner is <object>descriptor
+                                  else PyMethod_New(inner, <object>PyCFunction_GET_SELF(f)))
                         # Bound to a class: equal to every binding of it.
                         self._keep(self._resolved, f, target)
-                    return target
+                        return target
+                    if inner is <object>descriptor:
+                        return f
+                    if (cassette_is_primitive(inner)
+                            and cassette_primitive_target(inner) == descriptor):
+                        # Nobody hooks the descriptor: the builtin as bound,
+                        # its self routed as the descriptor's call would
+                        # route it, one object fewer than a bound method.
+                        cassette_route_one(<object>PyCFunction_GET_SELF(f))
+                        return cassette_primitive_new(f)
+                    return PyMethod_New(inner, <object>PyCFunction_GET_SELF(f))
             elif (cassette_method_wrapper_self(f) is not <PyObject *>None
                     and type(<object>cassette_method_wrapper_self(f)) is not ModuleType):
                 # (What callables.split_bound finds: the slot wrapper whose

@@ -19,6 +19,19 @@ static inline int cassette_recordless(PyObject *obj) {
         || t == &PyComplex_Type || t == &PyUnicode_Type;
 }
 
+/* PyModule_Check, answered without walking the MRO for the builtin
+   classes whose methods programs bind most (a list's append, a dict's
+   get): a bound builtin's owner is tested on every call of it. */
+static inline int cassette_is_module(PyObject *obj) {
+    PyTypeObject *tp = Py_TYPE(obj);
+    if (tp == &PyModule_Type) return 1;
+    if (tp == &PyList_Type || tp == &PyDict_Type || tp == &PySet_Type
+            || tp == &PyUnicode_Type || tp == &PyBytes_Type || tp == &PyByteArray_Type
+            || tp == &PyTuple_Type || tp == &PyLong_Type || tp == &PyFloat_Type)
+        return 0;
+    return PyModule_Check(obj);
+}
+
 /* The descriptor a bound builtin was made from (borrowed), as
    callables.split_bound finds it, when it is the one found first by the
    method's name (`name`, the interned ml_name): for a builtin bound to an
@@ -31,7 +44,7 @@ static inline int cassette_recordless(PyObject *obj) {
 static inline PyObject *cassette_bound_builtin_descriptor(PyObject *f, PyObject *name) {
     PyCFunctionObject *function = (PyCFunctionObject *)f;
     PyObject *owner = function->m_self;
-    if (owner == NULL || PyModule_Check(owner)) return NULL;
+    if (owner == NULL || cassette_is_module(owner)) return NULL;
     if (PyType_Check(owner)) {
         PyObject *found = cassette_type_lookup((PyTypeObject *)owner, name);
         if (found == NULL || Py_TYPE(found) != &PyClassMethodDescr_Type
@@ -57,7 +70,7 @@ static inline int cassette_instances_lack_own_attributes(PyTypeObject *tp) {
    absent, nor a module, nor a class (callables.is_stable: never stable). */
 static inline int cassette_builtin_bound_to_instance(PyObject *f) {
     PyObject *owner = ((PyCFunctionObject *)f)->m_self;
-    return owner != NULL && !PyModule_Check(owner) && !PyType_Check(owner);
+    return owner != NULL && !PyType_Check(owner) && !cassette_is_module(owner);
 }
 
 /* A class of a metaclass other than type that hashes and compares as
