@@ -94,12 +94,6 @@ cdef object _record_parts(Runtime runtime, object sequence, list parts):
     _dispatch_module.record_parts(runtime.ctx, sequence, parts)
 
 
-cdef inline object _address(object obj):
-    """``id(obj)`` (the builtin would be called through the module's
-    builtins and raise an audit event on every call)."""
-    return PyLong_FromVoidPtr(<void *>obj)
-
-
 cdef object _parts_in_step(Runtime runtime, object sequence):
     """The per-element parts ``runtime``'s bindings cache records for
     ``sequence`` (a list or tuple, exactly) when the record is its own and

@@ -302,6 +302,12 @@ cdef class MethodSite:
         return method
 
 
+cdef inline object _address(object obj):
+    """``id(obj)`` (the builtin would be called through the module's
+    builtins and raise an audit event on every call)."""
+    return PyLong_FromVoidPtr(<void *>obj)
+
+
 cdef dict _library_files = callables._library_files
 
 
@@ -626,7 +632,7 @@ cdef class Runtime:
         callee no handler names shares is kept here until the generation
         changes (``_named`` holds the callees handlers of this context, or
         of an enclosing one, name)."""
-        if self._named is None or self._named.get(id(f)) is not f:
+        if self._named is None or self._named.get(_address(f)) is not f:
             if self._unnamed_plan is None:
                 self._unnamed_plan = _plan(type(self.ctx), f)
             return self._unnamed_plan
@@ -815,7 +821,7 @@ cdef class Runtime:
     cdef object _resolve_partial(self, p):
         """A ``functools.partial`` (never cached: it holds the program's
         arguments): by the recipe of partials when it applies."""
-        if self._named is not None and self._named.get(id(p)) is p:
+        if self._named is not None and self._named.get(_address(p)) is p:
             return cassette_own_call(engine.target, self, p, 2)     # decided by itself
         recipe = self._partial_recipe
         if recipe is None:
@@ -835,7 +841,7 @@ cdef class Runtime:
         found = PyDict_GetItemWithError(self._recipes, PyLong_FromVoidPtr(function.func_code))
         if found is NULL or type(<object>found) is not FunctionRecipe:
             return None
-        if self._named is not None and self._named.get(id(f)) is f:
+        if self._named is not None and self._named.get(_address(f)) is f:
             return None
         return <FunctionRecipe>found
 
@@ -1019,7 +1025,7 @@ cdef class Runtime:
         """A DropSelf of ``target``, the target of ``callee``; cached when
         ``callee`` is stable (its target is then the same object each
         time)."""
-        key = id(target)
+        key = _address(target)
         entry = self._droppers.get(key)
         if entry is not None and (<tuple>entry)[0] is target:
             return (<tuple>entry)[1]    # the entry keeps target: its id is not reused
