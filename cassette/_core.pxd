@@ -104,8 +104,8 @@ cdef extern from "_core_src/objects.h":
     object cassette_tagging_api(int which, void *entry, object module)
     object cassette_function_running(object code, object f)
     enum:
-        CASSETTE_SLOT_RESOLVE, CASSETTE_SLOT_METHOD, CASSETTE_SLOT_METHOD_OF
-    void cassette_install_runtime_slots(void *resolve, void *method, void *method_of)
+        CASSETTE_SLOT_RESOLVE, CASSETTE_SLOT_METHOD_OF
+    void cassette_install_runtime_slots(void *resolve, void *method_of)
     object cassette_runtime_slot(int which, object runtime)
 
 

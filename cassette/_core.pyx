@@ -63,8 +63,7 @@ cassette_install_tagged_call(<void *>_tagged_vectorcall, TaggedPrimitive)
 cassette_note_builtin_len(len)
 _enable_vectorcalls()
 cassette_install_slot_entries(<void *>_operation_entry, <void *>_propagation_entry)
-cassette_install_runtime_slots(<void *>_resolve_entry, <void *>_method_entry,
-                               <void *>_method_site_entry)
+cassette_install_runtime_slots(<void *>_resolve_entry, <void *>_method_site_entry)
 # Any Python function shows the interpreter's vectorcall entry.
 assert type(callables.lookup_on_type) is FunctionType
 cassette_install_routing(Runtime, _ACTING_CODES, <void *>_redirect, callables.lookup_on_type,

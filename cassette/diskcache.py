@@ -217,6 +217,7 @@ def configure(environ=None):
     global _directory, _max_bytes, _can_store, _stores, _last
     env = os.environ if environ is None else environ
     _made_buckets.clear()
+    forget_recent()
     _can_store = None
     _stores = 0
     _last = None
@@ -550,6 +551,25 @@ def _discard(path):
         pass
 
 
+#: The bodies of the entries this process read or wrote last, by digest: a
+#: program that makes the same code again and again (``exec`` of generated
+#: source: dataclasses, namedtuple) finds it here, without reading a file.
+_recent_bodies = {}
+_RECENT_BODIES_MAX = 256
+
+
+def forget_recent():
+    """Forget the entries kept in memory: loads read files again, as a new
+    process does."""
+    _recent_bodies.clear()
+
+
+def _remember_body(digest, body):
+    if len(_recent_bodies) >= _RECENT_BODIES_MAX:
+        _recent_bodies.clear()
+    _recent_bodies[digest] = body
+
+
 def load(code, kinds, passes):
     """The rewritten code stored for ``(code, kinds, passes)``, or None."""
     global _last
@@ -561,6 +581,12 @@ def load(code, kinds, passes):
             STATS["uncacheable"] += 1
             return None
         _last = (code, kinds, passes, digest)
+        body = _recent_bodies.get(digest)
+        if body is not None:
+            rewritten = decode(body, code)
+            if rewritten is not None:
+                STATS["hits"] += 1
+                return rewritten
         path = path_for(digest)
         found = _read(path)
         if found is None:
@@ -578,6 +604,8 @@ def load(code, kinds, passes):
             check = _blake2b(body, digest_size=_CHECK_SIZE).digest()
             if check == data[_HEADER - _CHECK_SIZE:_HEADER]:
                 rewritten = decode(body, code)
+                if rewritten is not None:
+                    _remember_body(digest, body)
     except Exception:
         rewritten = None
     if rewritten is None:
@@ -663,6 +691,7 @@ def store(code, kinds, passes, rewritten):
         bucket = _bucket_of(digest)
         _ensure_bucket(bucket)
         _write_atomically(path, b"".join((MAGIC, digest, check, body)))
+        _remember_body(digest, body)
         _can_store = True
         STATS["stores"] += 1
         _stores += 1

@@ -127,7 +127,7 @@ SPECIAL_METHODS.update({
 #: The slots the rewriter emits that are methods of a runtime, not
 #: operations: slot name -> method name.  Both runtimes serve them.
 STRUCTURAL_SLOTS = {
-    "resolve": "resolve", "method": "method", "split": "split",
+    "resolve": "resolve", "split": "split",
     "for": "next_step", "with": "enter", "with_entry": "entry_of", "async_with": "async_enter",
     "caught": "caught", "nooverdub": "nooverdub", "annotations": "route_annotate",
 }

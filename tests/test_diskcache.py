@@ -475,9 +475,11 @@ def test_a_pass_with_nooverdub_runs_but_is_not_stored(cache):
 # -- damage -------------------------------------------------------------------------
 
 def _stored_entry(code=None, function=sample_try):
+    """An entry stored, as a later process finds it: on disk only."""
     code = code or function.__code__
     fresh = rewrite._rewritten_code(code, ALL, (), function)
     diskcache.store(code, ALL, (), fresh)
+    diskcache.forget_recent()
     return code, fresh, diskcache.path_for(diskcache.entry_key(code, ALL))
 
 
@@ -749,3 +751,14 @@ def test_concurrent_processes_do_not_corrupt_the_cache(tmp_path):
     assert result == {"ok": len(leftovers), "bad": 0}
     assert not [name for _base, _dirs, names in os.walk(cache_dir) for name in names
                 if name.startswith(".tmp-")]
+
+
+def test_entries_read_or_written_lately_are_served_without_a_file(cache):
+    code, fresh, path = _stored_entry()
+    assert diskcache.load(code, ALL, ()) == fresh      # read from the file
+    os.unlink(path)
+    hits = diskcache.STATS["hits"]
+    assert diskcache.load(code, ALL, ()) == fresh      # served from memory
+    assert diskcache.STATS["hits"] == hits + 1
+    diskcache.forget_recent()
+    assert diskcache.load(code, ALL, ()) is None       # as a new process: no file, a miss

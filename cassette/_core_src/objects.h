@@ -230,27 +230,22 @@ static PyObject *cassette_propagation_slot(PyObject *site) {
     return PyCFunction_NewEx(&cassette_propagation_slot_def, site, NULL);
 }
 
-/* The runtime's busiest slots, ``resolve`` (METH_O) and ``method``
-   (METH_FASTCALL), bound to the runtime, and a method site's lookup
-   (METH_O), bound to the site (MethodSite): builtins, for which the
-   interpreter's call instruction specializes, where a Cython method is
-   called generically. */
-enum { CASSETTE_SLOT_RESOLVE, CASSETTE_SLOT_METHOD, CASSETTE_SLOT_METHOD_OF };
+/* The runtime's busiest slot, ``resolve``, bound to the runtime, and a
+   method site's lookup, bound to the site (MethodSite): METH_O builtins,
+   for which the interpreter's call instruction specializes, where a
+   Cython method is called generically. */
+enum { CASSETTE_SLOT_RESOLVE, CASSETTE_SLOT_METHOD_OF };
 
 static PyMethodDef cassette_runtime_slot_defs[] = {
     {"resolve", NULL, METH_O, "What a call site calls instead of its callee."},
-    {"method", NULL, METH_FASTCALL,
-     "For ``obj.name(...)``: M such that ``M(obj, ...)`` makes the call."},
     {"method_of", NULL, METH_O,
      "For ``obj.name(...)`` with the site's name: M such that ``M(obj, ...)`` "
      "makes the call."},
 };
 
-static void cassette_install_runtime_slots(void *resolve, void *method, void *method_of) {
+static void cassette_install_runtime_slots(void *resolve, void *method_of) {
     cassette_runtime_slot_defs[CASSETTE_SLOT_RESOLVE].ml_meth =
         (PyCFunction)(void(*)(void))resolve;
-    cassette_runtime_slot_defs[CASSETTE_SLOT_METHOD].ml_meth =
-        (PyCFunction)(void(*)(void))method;
     cassette_runtime_slot_defs[CASSETTE_SLOT_METHOD_OF].ml_meth =
         (PyCFunction)(void(*)(void))method_of;
 }

@@ -233,13 +233,6 @@ cdef object _resolve_entry(object runtime, object f):
     return (<Runtime>runtime)._resolve(f)
 
 
-cdef object _method_entry(object runtime, PyObject **args, Py_ssize_t nargs):
-    """The ``method`` slot's C function (``cassette_runtime_slot``)."""
-    if nargs != 2:
-        raise TypeError(f"method() takes 2 arguments ({nargs} given)")
-    return (<Runtime>runtime)._method(<object>args[0], <object>args[1])
-
-
 cdef object _method_site_entry(object site, object obj):
     """The ``method_of`` slot's C function (``cassette_runtime_slot``)."""
     return (<MethodSite>site).lookup(obj)
@@ -612,8 +605,6 @@ cdef class Runtime:
                 return self.ctx
             if name == "resolve":
                 value = cassette_runtime_slot(CASSETTE_SLOT_RESOLVE, self)
-            elif name == "method":
-                value = cassette_runtime_slot(CASSETTE_SLOT_METHOD, self)
             elif type(name) is tuple and (<tuple>name)[0] == "method":
                 value = cassette_runtime_slot(CASSETTE_SLOT_METHOD_OF, self._method_site(name[1]))
             elif name in _STRUCTURAL:
