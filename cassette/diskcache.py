@@ -4,7 +4,10 @@ Rewriting one function costs about a millisecond; a first overdubbed call
 that reaches hundreds of functions would pay that for each of them in every
 new process.  :func:`cassette.rewrite.template_for` asks :func:`load` before
 rewriting and gives every real rewrite to :func:`store`; a load costs tens of
-microseconds.
+microseconds.  The bodies of the last entries read or written are kept in
+memory by key (:func:`forget_recent` drops them, as a new process starts
+without them): a program that execs the same generated source again and
+again reads no file for it.
 
 **The key** of an entry is a 160-bit BLAKE2b digest of
 

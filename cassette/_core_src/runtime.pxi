@@ -662,12 +662,14 @@ cdef class Runtime:
         slot = _address_slot(<void *>f, RECENT_CALLEES_BITS)
         tp = type(f)
         if tp is FunctionType:
-            hit = PyDict_GetItemWithError(self._functions, f)
-            if hit is not NULL:
-                entry = <FunctionEntry>hit
-                if entry.matches(f):
-                    self._remember(slot, f, entry.target, entry)
-                    return entry.target
+            # (_functions keeps only functions without a closure.)
+            if (<PyFunctionObject *>f).func_closure is NULL:
+                hit = PyDict_GetItemWithError(self._functions, f)
+                if hit is not NULL:
+                    entry = <FunctionEntry>hit
+                    if entry.matches(f):
+                        self._remember(slot, f, entry.target, entry)
+                        return entry.target
             return self._resolve_function(f)
         if tp is _partial_type:
             return self._resolve_partial(f)
