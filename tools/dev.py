@@ -287,36 +287,42 @@ def ensure_debian_root():
         raise DevError("apt-get in the Debian root failed (exit %d)" % status)
     if os.path.exists(bundle):      # the host's CA bundle (a proxy's, say)
         shutil.copy(bundle, str(partial / "etc" / "ssl" / "certs" / "ca-certificates.crt"))
+    unmount_all(partial)            # nobody else uses a root being made
     partial.rename(DEBIAN_ROOT)
+
+
+def mount_points():
+    """The mount points the kernel lists now (``/proc/self/mounts``): unlike
+    ``os.path.ismount`` it sees a bind mount from the same file system."""
+    try:
+        lines = Path("/proc/self/mounts").read_text().split("\n")
+    except OSError:
+        return set()
+    return {line.split()[1] for line in lines if len(line.split()) > 1}
 
 
 @contextlib.contextmanager
 def mounted(root, paths):
-    """Bind-mount ``paths`` into ``root`` at the same paths for the block;
-    unmount what was mounted here when it ends, however it ends."""
-    done = []
-    try:
-        for path in paths:
-            target = root / path.relative_to("/")
-            if os.path.ismount(str(target)):
-                continue            # a previous run's, left mounted: use it
-            target.mkdir(parents=True, exist_ok=True)
-            if run(["mount", "--bind", path, target]) != 0:
-                raise DevError("could not bind-mount %s into %s" % (path, root))
-            done.append(target)
-        yield
-    finally:
-        for target in reversed(done):
-            run(["umount", "--lazy", target])
+    """Bind-mount ``paths`` into ``root`` at the same paths for the block.
+
+    The mounts stay when the block ends: another dev.py run (a second
+    checkout's tests, CI beside a session) may be using the same root, and
+    unmounting ``/proc`` or ``/tmp`` from under it breaks its interpreters.
+    A mount already there is reused."""
+    present = mount_points()
+    for path in paths:
+        target = root / path.relative_to("/")
+        if str(target) in present:
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        if run(["mount", "--bind", path, target]) != 0:
+            raise DevError("could not bind-mount %s into %s" % (path, root))
+    yield
 
 
 def unmount_all(root):
     """Unmount whatever is mounted below ``root`` (a run killed mid-way)."""
-    try:
-        mounts = Path("/proc/self/mounts").read_text().split("\n")
-    except OSError:
-        return
-    points = [line.split()[1] for line in mounts if len(line.split()) > 1]
+    points = mount_points()
     for point in sorted((p for p in points if p.startswith(str(root) + "/")), reverse=True):
         run(["umount", "--lazy", point])
 
