@@ -216,8 +216,20 @@ class Layer:
         return code.replace(co_linetable=bytes(kept))
 
     def call_constant(self, const, nargs, location):
-        """Call ``const`` with the top ``nargs`` stack values; push the result."""
-        raise NotImplementedError
+        """Call ``const`` with the top ``nargs`` stack values; push the result.
+
+        With operands, ``const`` goes below them and the first is passed as
+        a method's object: ``[c, v1 … vn]`` and a call of ``n - 1``
+        arguments is ``c(v1, …, vn)`` on every release (see
+        :meth:`call_constant_on`), with no NULL to push and half the
+        shuffles of the function form."""
+        if nargs == 0:
+            null = Instr("PUSH_NULL", location=location)
+            load = Instr("LOAD_CONST", const, location=location)
+            pair = [null, load] if self.null_below_callable else [load, null]
+            return pair + self.call_opcodes(0, location)
+        return ([Instr("LOAD_CONST", const, location=location)]
+                + swap_below(nargs, location) + self.call_opcodes(nargs - 1, location))
 
     def call_constant_on(self, push, location):
         """After ``LOAD_CONST c``: push one value (``push``, an instruction)

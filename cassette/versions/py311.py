@@ -2,7 +2,7 @@
 
 from bytecode import Instr
 
-from .common import Layer, Site, StackTag, below_null_resolution, swap_below
+from .common import Layer, Site, StackTag, below_null_resolution
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
@@ -17,14 +17,6 @@ class Layer311(Layer):
     def is_inlined_scope(self, code):
         # PEP 709 inlines these from 3.12 on.
         return code.co_name in _COMPREHENSION_NAMES
-
-    def call_constant(self, const, nargs, location):
-        code = [Instr("PUSH_NULL", location=location)]
-        code += swap_below(nargs, location)
-        code.append(Instr("LOAD_CONST", const, location=location))
-        code += swap_below(nargs, location)
-        code += self.call_opcodes(nargs, location)
-        return code
 
     def call_opcodes(self, nargs, location):
         return [Instr("PRECALL", nargs, location=location),

@@ -4,7 +4,7 @@ LOAD_SUPER_ATTR, slices as their own opcodes, unary plus as an intrinsic."""
 from bytecode import Instr
 from bytecode.instr import Intrinsic1Op
 
-from .common import Layer, Site, StackTag, below_null_resolution, swap_below
+from .common import Layer, Site, StackTag, below_null_resolution
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 
@@ -12,14 +12,6 @@ class Layer312(Layer):
     version = (3, 12)
     null_below_callable = True
     sites_read_following = frozenset({"KW_NAMES"})
-
-    def call_constant(self, const, nargs, location):
-        code = [Instr("PUSH_NULL", location=location)]
-        code += swap_below(nargs, location)
-        code.append(Instr("LOAD_CONST", const, location=location))
-        code += swap_below(nargs, location)
-        code += self.call_opcodes(nargs, location)
-        return code
 
     def producer_tags(self, instr):
         if instr.name == "LOAD_ATTR" and instr.arg[0]:

@@ -4,7 +4,7 @@ CALL_KW, truth tests go through TO_BOOL and comparisons may cast to bool."""
 from bytecode import Instr
 from bytecode.instr import Intrinsic1Op
 
-from .common import Layer, Site, StackTag, swap_below
+from .common import Layer, Site, StackTag
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 _CAST_SUFFIX = "_CAST"
@@ -15,14 +15,6 @@ class Layer313(Layer):
     version = (3, 13)
     null_below_callable = False
     sites_read_following = frozenset({"TO_BOOL"})
-
-    def call_constant(self, const, nargs, location):
-        code = [Instr("LOAD_CONST", const, location=location)]
-        code += swap_below(nargs, location)
-        code.append(Instr("PUSH_NULL", location=location))
-        code += swap_below(nargs, location)
-        code += self.call_opcodes(nargs, location)
-        return code
 
     def to_bool(self, location):
         return [Instr("TO_BOOL", location=location)]
