@@ -163,7 +163,8 @@ def cycle(tree):
      r"root\.children\[0\]\.children\[1\]: 'value' must be a finite number >= 0, not -1\.0"),
     (lambda t: t["children"][1].update(self=float("nan")), r"root\.children\[1\]: 'self' must"),
     (lambda t: t["children"].append("main"), r"root\.children\[2\]: must be a dict, not str"),
-    (lambda t: t["children"][0].update(children={}), r"root\.children\[0\]: 'children' must be a list"),
+    (lambda t: t["children"][0].update(children={}),
+     r"root\.children\[0\]: 'children' must be a list"),
     (lambda t: t.update(name=None), r"root: 'name' must be a str, not NoneType"),
     (lambda t: t.update(file=3), r"root: 'file' must be a str or None"),
     (lambda t: t.update(line=-2), r"root: 'line' must be an int >= 0 or None, not -2"),
@@ -391,10 +392,12 @@ INTERACT = """<script>
     });
   }
   var out = {}, tip = document.getElementById("tip"), search = document.getElementById("search");
-  var reset = document.getElementById("reset"), box = frame("Body.advance").getBoundingClientRect();
+  var reset = document.getElementById("reset");
+  var box = frame("Body.advance").getBoundingClientRect();
   frame("Body.advance").dispatchEvent(new MouseEvent("mousemove",
     {bubbles: true, clientX: box.left + 5, clientY: box.top + 5}));
-  out.tip = [tip.hidden, Array.prototype.map.call(tip.children, function (c) { return c.textContent; })];
+  out.tip = [tip.hidden, Array.prototype.map.call(tip.children,
+                                                  function (c) { return c.textContent; })];
   search.value = " ENERGY";
   search.dispatchEvent(new Event("input", {bubbles: true}));
   out.search = [state(), document.getElementById("status").textContent];
@@ -429,7 +432,8 @@ def test_browser_hover_search_zoom_and_reset(tmp_path):
         "\u00a0\u00a0\u2026 and 2 more"]
 
     frames, status = out["search"]
-    assert [text for text, _, _, classes in frames if "match" in classes.split()] == ["Body.energy"]
+    matching = [text for text, _, _, classes in frames if "match" in classes.split()]
+    assert matching == ["Body.energy"]
     assert status == "1 matching frame, 20.00% of the total"
 
     def places(frames):
@@ -451,3 +455,40 @@ def test_browser_hover_search_zoom_and_reset(tmp_path):
     assert sorted(unzoomed) == sorted(layout(tree))
     for text, (left, width, depth) in layout(tree).items():
         assert unzoomed[text] == (pytest.approx(left), pytest.approx(width), False)
+
+
+# --------------------------------------------------------------------------
+# tools/flamegraph_demo.py, which makes docs/flamegraph.png
+
+
+def test_the_demo_profile_counts_calls_and_operations():
+    import functools
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "flamegraph_demo.py"
+    spec = importlib.util.spec_from_file_location("flamegraph_demo", path)
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    steps, n = 10, 3
+    tree = demo.profile(functools.partial(demo.main, steps, n), "nbody.py")
+
+    def child(node, name):
+        (found,) = [c for c in node["children"] if c["name"] == name]
+        return found
+
+    main = child(tree, "main")
+    advance = child(child(child(main, "simulate"), "advance_all"), "Body.advance")
+    pull = child(advance, "Body.pull")
+    distance = child(pull, "distance")
+    assert (advance["calls"], pull["calls"], distance["calls"]) == (
+        steps * n, steps * n * (n - 1), steps * n * (n - 1))
+    assert child(child(main, "make_system"), "Body.__init__")["calls"] == n
+    # Body.pull: dt * other.mass, dx * mag, dy * mag, dz * mag; ** 3 once.
+    assert pull["ops"]["operator.mul(float, float)"] == 4 * pull["calls"]
+    assert pull["ops"]["operator.pow(float, int)"] == pull["calls"]
+    assert pull["ops"]["getattr(Body, 'x')"] == 2 * pull["calls"]
+    assert distance["ops"] == {"operator.mul(float, float)": 3 * distance["calls"],
+                               "operator.add(float, float)": 2 * distance["calls"],
+                               "sqrt(float)": distance["calls"]}
+    assert pull["value"] >= distance["value"] > 0
+    assert page_data(render_flamegraph(tree, title="demo"))[0] == tree

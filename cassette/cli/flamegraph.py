@@ -238,7 +238,8 @@ _JS = r"""
     var h = 2166136261;   // FNV-1a
     for (var i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);
     h = (h ^ (h >>> 15)) >>> 0;
-    return "hsl(" + (4 + h % 48) + "," + (70 + (h >>> 6) % 20) + "%," + (52 + (h >>> 11) % 16) + "%)";
+    return "hsl(" + (4 + h % 48) + "," + (70 + (h >>> 6) % 20) + "%," +
+      (52 + (h >>> 11) % 16) + "%)";
   }
 
   function matches(node) {
@@ -348,7 +349,8 @@ _JS = r"""
     var w = tip.offsetWidth, h = tip.offsetHeight, x = event.clientX + 14, y = event.clientY + 14;
     if (x + w > window.innerWidth) x = Math.max(0, event.clientX - w - 14);
     if (y + h > window.innerHeight) {
-      y = event.clientY - h - 14 >= 0 ? event.clientY - h - 14 : Math.max(0, window.innerHeight - h);
+      y = event.clientY - h - 14;
+      if (y < 0) y = Math.max(0, window.innerHeight - h);
     }
     tip.style.left = x + "px";
     tip.style.top = y + "px";
