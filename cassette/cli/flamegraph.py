@@ -41,10 +41,14 @@ def render_flamegraph(root: dict, *, title: str, unit: str = "seconds") -> str:
     ``calls`` (int >= 0: the calls merged into the node),
     ``ops`` (dict from an operation's description to its count, an int >= 0)
     and ``children`` (a list of nodes whose values add up to at most
-    ``value``).  Other keys are ignored; a node dict may appear only once in
-    the tree.  A frame is drawn ``value / root["value"]`` of the page wide
-    (the root alone, full width, when the root's value is 0); frames
-    narrower than half a pixel are left out until zoomed into.
+    ``value``; a ``self`` computed as ``value`` minus the children's may
+    come out a hair below 0 and wants ``max(0.0, ...)``).  Sums may exceed
+    ``value`` by a relative ``TOLERANCE`` (float rounding).  Other keys are
+    ignored; a node dict may appear only once in the tree.
+
+    A frame is drawn ``value / root["value"]`` of the page wide (the root
+    alone, full width, when the root's value is 0); frames narrower than
+    half a pixel are left out until zoomed into.
 
     ``title`` heads the page; ``unit`` names what ``value`` measures:
     ``"seconds"`` is shown scaled (s, ms, µs, ns), any other unit as
