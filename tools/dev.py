@@ -35,6 +35,11 @@ Usage (from anywhere; paths are relative to the repository root)::
 
     Example: ``python3 tools/dev.py test --python 3.12 -k dispatch -x``.
 
+    As root with apt-get, it first installs Debian's ``chromium`` where it
+    is missing (on this machine, and in the Debian root below), for the
+    tests that open the HTML flame graph in a browser; if that fails they
+    skip, saying so.
+
     Where no CPython 3.14 or 3.15 is installed (pyenv here has 3.11-3.13),
     they come from Debian's unstable suite: the first use makes a Debian
     root file system with them in ``~/.cache/cassette-dev/debian-sid``
@@ -101,6 +106,9 @@ DEBIAN_PACKAGES = ["gcc", "libc6-dev", "ca-certificates"] + [
     name % version for version in DEBIAN_PYTHONS
     for name in ("python%s", "python%s-dev", "python%s-venv", "libpython%s-testsuite")]
 DEBIAN_SHARED = (ROOT, Path("/tmp"), Path("/dev"), Path("/proc"))
+# The browser tests/test_flamegraph.py opens the HTML flame graph in, on the
+# host and in the Debian root (whose interpreters see only the root's files).
+BROWSER_PACKAGE = "chromium"
 
 # Asked of every candidate interpreter: version, real executable, and whether
 # it can make a venv with pip in it.
@@ -327,6 +335,33 @@ def unmount_all(root):
         run(["umount", "--lazy", point])
 
 
+def ensure_browser(root=None):
+    """Install Debian's chromium on this machine (or, given ``root``, in that
+    Debian root, into which the caller has mounted /proc and /dev) when it
+    is missing and we are root with apt-get.  Best-effort: a failure prints
+    a line, and the tests that need a browser skip saying why."""
+    where = "the Debian root" if root else "this machine"
+    if root:
+        installed = (root / "usr" / "bin" / BROWSER_PACKAGE).exists()
+    else:
+        installed = shutil.which(BROWSER_PACKAGE) is not None
+    if installed:
+        return
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        say("dev.py: %s is not installed on %s and installing it needs root and apt-get; "
+            "the browser tests will skip" % (BROWSER_PACKAGE, where))
+        return
+    say("dev.py: installing %s on %s for the browser tests" % (BROWSER_PACKAGE, where))
+    apt = (["chroot", root] if root else []) + ["apt-get", "-qq", "-o", "DPkg::Lock::Timeout=300"]
+    quiet = dict(stdout=subprocess.DEVNULL, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    install = apt + ["install", "-y", "--no-install-recommends", BROWSER_PACKAGE]
+    # Package lists go stale (Debian unstable's within days): refresh on failure.
+    if run(install, **quiet) != 0 and (run(apt + ["update"], **quiet) != 0
+                                       or run(install, **quiet) != 0):
+        say("dev.py: could not install %s on %s; the browser tests will skip"
+            % (BROWSER_PACKAGE, where))
+
+
 def from_debian(version):
     ensure_debian_root()
     found = probe("/usr/bin/python" + version, ["chroot", str(DEBIAN_ROOT)])
@@ -537,6 +572,7 @@ def default_jobs():
 
 def cmd_test(args):
     versions, jobs, pytest_args = parse_test_args(args)
+    ensure_browser()
     with contextlib.ExitStack() as mounts:
         results = run_versions(versions, jobs, pytest_args, mounts)
     print_summary(results)
@@ -560,6 +596,7 @@ def run_versions(versions, jobs, pytest_args, mounts):
             if interp.prefix and not debian_mounted:
                 mounts.enter_context(mounted(DEBIAN_ROOT, list(DEBIAN_SHARED)))
                 debian_mounted = True
+                ensure_browser(DEBIAN_ROOT)
             say("dev.py: Python %s is %s (%s)"
                 % (version, interp.executable, interp.full_version))
             found.append((version, interp, None))
