@@ -270,6 +270,13 @@ class Runtime:
             _drop_library_entries(exception)
             raise
 
+    def initialized(self, result, obj):
+        """What a constructor returns (``rewrite.constructor_template``;
+        only the Cython core makes them): ``obj`` when ``__init__``
+        returned ``result`` None."""
+        engine.check_initialized(result)
+        return obj
+
     def split(self, bound):
         """For 3.12's ``super().name(…)``: ``(self, M)`` such that
         ``M(self, …)`` makes the call."""

@@ -13,7 +13,7 @@ import operator
 import sys
 import types
 
-from . import callables, dispatch, routing
+from . import callables, dispatch, rewrite, routing
 from ._singletons import TAGGED_TAG_SLOT, TAGGED_VALUE_SLOT
 from .passes import NoPass, Pass
 from .operations import OPERATIONS, ROW_CALLEES, SPECIAL_METHODS as OPERATIONS_SPECIAL_METHODS, Intercept
@@ -159,6 +159,15 @@ def function_running(code, function):
     clone.__kwdefaults__ = function.__kwdefaults__
     clone.__qualname__ = function.__qualname__
     return clone
+
+
+def constructor_template(runtime, init):
+    """The template of ``init`` (a class's Python ``__init__``) as a
+    constructor for ``runtime`` (:func:`rewrite.constructor_template`), or
+    None: also when ``runtime`` has passes, which see ``__init__`` as it is."""
+    if runtime.passes:
+        return None
+    return rewrite.constructor_template(init.__code__, runtime.kinds)
 
 
 def function_recipe(runtime, f):
@@ -415,6 +424,13 @@ def run(runtime, f, args, kwargs):
     return body(*args, **kwargs)
 
 
+def check_initialized(result):
+    """Raise what ``type.__call__`` raises when ``__init__`` returned
+    ``result`` and it is not None."""
+    if result is not None:
+        raise TypeError(f"__init__() should return None, not '{type(result).__name__}'")
+
+
 @callables.acts_for_program
 def instantiate(call, cls, /, *args, **kwargs):
     """``type.__call__(cls, *args, **kwargs)`` with ``__new__`` and
@@ -424,11 +440,7 @@ def instantiate(call, cls, /, *args, **kwargs):
         obj = call(cls.__new__, cls, *args, **kwargs)
         # PyObject_TypeCheck: the real type's MRO, no __instancecheck__.
         if cls in callables.class_mro(type(obj)):
-            initialized = call(type(obj).__init__, obj, *args, **kwargs)
-            if initialized is not None:
-                raise TypeError(
-                    f"__init__() should return None, not '{type(initialized).__name__}'"
-                )
+            check_initialized(call(type(obj).__init__, obj, *args, **kwargs))
         return obj
     except BaseException as exception:
         callables.drop_library_entries(exception)

@@ -130,6 +130,7 @@ STRUCTURAL_SLOTS = {
     "resolve": "resolve", "split": "split",
     "for": "next_step", "with": "enter", "with_entry": "entry_of", "async_with": "async_enter",
     "caught": "caught", "nooverdub": "nooverdub", "annotations": "route_annotate",
+    "initialized": "initialized",
 }
 
 #: Operation sites whose operands the stack holds in another order than the

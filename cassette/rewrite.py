@@ -98,6 +98,13 @@ TAGGING_KINDS = frozenset({
 #: (Not a row of reference §3.1: no hook sees these loads.)
 ANNOTATIONS_LOAD = "annotations_load"
 
+#: Not a site kind: among the kinds of :func:`template_for`, it asks for an
+#: ``__init__``'s code as a *constructor* (:func:`constructor_template`).
+CONSTRUCTOR = "constructor"
+
+_NOT_CONSTRUCTORS = (CompilerFlags.GENERATOR | CompilerFlags.COROUTINE
+                     | CompilerFlags.ASYNC_GENERATOR | CompilerFlags.ITERABLE_COROUTINE)
+
 
 def row_of(kind):
     """The reference §3.1 row a site kind belongs to."""
@@ -681,6 +688,30 @@ def lend_frames(count):
         sys.setrecursionlimit(sys.getrecursionlimit() + count)
 
 
+def constructor_template(code, kinds):
+    """The template of ``code``, a Python ``__init__``'s, rewritten for
+    ``kinds`` (no passes) as a *constructor*: called with the new object
+    as its first argument, as ``__init__`` is, it returns that object where
+    ``__init__`` returns None, and where ``__init__`` returns anything else
+    it raises the ``TypeError`` ``type.__call__`` raises (the runtime's
+    ``initialized`` slot).  A call site then makes an object as the
+    interpreter's own inlined instantiation does: the object allocated,
+    the constructor called as a method of it, in the caller's evaluation
+    loop.
+
+    None when the code cannot serve: a generator's or coroutine's, one
+    without a positional first argument, or one that may rebind that
+    argument (a store or deletion of it, or a cell a nested function could
+    rebind) — the object returned must be the one ``__init__`` was given."""
+    if code.co_flags & _NOT_CONSTRUCTORS or code.co_argcount < 1:
+        return None
+    first = code.co_varnames[0]
+    if first in code.co_cellvars or LAYER.rebinds_local(code, first):
+        return None
+    template = template_for(code, kinds | {CONSTRUCTOR})
+    return template if template.code is not code else None
+
+
 def _rewritten_code(code, kinds, passes, function):
     try:
         # The exception table's stack depths seed the stack simulation of
@@ -704,7 +735,11 @@ def _rewritten_code(code, kinds, passes, function):
         # The rewrite knows how deep the stack gets; telling the assembler
         # saves it a control-flow analysis (about half its cost).
         deepest = rewrite_bytecode(bytecode, kinds)
-        rewritten = assemble(bytecode, max(code.co_stacksize, deepest), depths_known=True)
+        stacksize = max(code.co_stacksize, deepest)
+        if CONSTRUCTOR in kinds:
+            LAYER.return_first_argument(bytecode, code.co_varnames[0], Slot("initialized"))
+            stacksize = None        # the assembler computes it
+        rewritten = assemble(bytecode, stacksize, depths_known=True)
     return rewritten.replace(co_consts=rewritten.co_consts + (RUNTIME,))
 
 

@@ -229,8 +229,13 @@ cdef object _hooked_as(Runtime runtime, callee, plan, tuple enclosing, target):
 
 
 cdef object _resolve_entry(object runtime, object f):
-    """The ``resolve`` slot's C function (``cassette_runtime_slot``)."""
-    return (<Runtime>runtime)._resolve(f)
+    """The ``resolve`` slot's C function (``cassette_runtime_slot``): a call
+    site's callee; a class's instantiation makes its object here
+    (``Instantiation.for_call_site``)."""
+    target = (<Runtime>runtime)._resolve(f)
+    if type(target) is Instantiation:
+        return (<Instantiation>target).for_call_site()
+    return target
 
 
 cdef object _method_site_entry(object site, object obj):
@@ -918,6 +923,12 @@ cdef class Runtime:
             if descriptor is not NULL and PyCFunction_GET_SELF(attribute) is <PyObject *>obj:
                 return self._resolve(<object>descriptor)
         return self._dropper(self._resolve(attribute), attribute)
+
+    def initialized(self, result, obj):
+        """What a constructor returns (``rewrite.constructor_template``):
+        ``obj`` when ``__init__`` returned ``result`` None."""
+        _check_initialized(result)
+        return obj
 
     def split(self, bound):
         """For 3.12's ``super().name(…)``: ``(self, M)`` such that

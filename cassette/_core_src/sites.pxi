@@ -79,11 +79,72 @@ cdef class Instantiation:
     cdef void *vectorcall      # see cassette_enable_vectorcall
     cdef Runtime runtime
     cdef object cls
+    # What a call site calls instead (``for_call_site``): the class's
+    # ``__init__`` as a constructor (``engine.constructor_template``), made
+    # for the function ``init`` recorded in ``init_entry``, valid while the
+    # class keeps ``version``.  ``constructor`` None: not learned yet
+    # (``learned`` counts the attempts), or False: none applies.
+    cdef object constructor, init
+    cdef FunctionEntry init_entry
+    cdef unsigned int version
+    cdef int learned
 
     def __init__(self, Runtime runtime, cls):
         self.runtime = runtime
         self.cls = cls
         self.vectorcall = <void *>_instantiation_vectorcall
+
+    cdef object for_call_site(self):
+        """What a call site of the class calls: a new object bound to the
+        constructor — the object ``__new__`` made, the call then running
+        ``__init__``'s body in the caller's evaluation loop, as the
+        interpreter's own instantiation does from 3.13 on — or else this
+        instantiation.  The constructor serves while the class keeps its
+        version (its ``__new__`` and ``__init__``) and ``__init__`` its code,
+        defaults and names; object's ``__new__``, which ignores the
+        arguments, makes the object as ``call_positional`` does."""
+        cls = self.cls
+        if self.constructor is None:
+            self._learn_constructor()
+        if (self.constructor is False
+                or cassette_class_version(<PyTypeObject *>cls) != self.version
+                or not self.init_entry.matches(self.init)):
+            if self.constructor is not False and self.learned < _CONSTRUCTOR_ATTEMPTS:
+                self.constructor = None     # the class changed: learn again
+            return self
+        cassette_route_one(cls)
+        return PyMethod_New(self.constructor, cassette_object_new(cls))
+
+    cdef _learn_constructor(self):
+        cdef PyObject *found
+        cdef Runtime runtime = self.runtime
+        cls = self.cls
+        self.learned += 1
+        self.constructor = False
+        if (runtime.parent is not None or runtime._tagging or runtime._chain_tagging
+                or type(cls) is not type):
+            return
+        version = cassette_class_version(<PyTypeObject *>cls)
+        new = self._special(cls, "__new__")
+        if (version == 0 or not cassette_is_primitive(new)
+                or cassette_primitive_target(new) != <PyObject *>_object_new
+                or not cassette_object_new_ignores(cls, 1)):
+            return
+        found = cassette_type_lookup(<PyTypeObject *>cls, "__init__")
+        if found is NULL or type(<object>found) is not FunctionType:
+            return
+        init = <object>found
+        body = runtime._resolve(init)
+        if type(body) is not FunctionType or body is init:
+            return      # hooked, or not rewritten
+        template = engine.constructor_template(runtime, init)
+        if template is None:
+            return
+        self.init = init
+        self.init_entry = FunctionEntry()
+        self.init_entry.record(init)
+        self.version = version
+        self.constructor = runtime._bound_code(template).function_like(init)
 
     def __call__(self, *args, **kwargs):
         return self.call(args, kwargs)
@@ -143,6 +204,11 @@ cdef class Instantiation:
                 if kind is staticmethod:
                     return self.runtime._resolve((<object>found).__func__)
         return self.runtime._resolve(getattr(cls, name))
+
+
+#: How often an instantiation learns its constructor again after its class
+#: changed, before it keeps calling ``__init__`` from C.
+cdef int _CONSTRUCTOR_ATTEMPTS = 8
 
 
 cdef inline _check_initialized(initialized):

@@ -314,6 +314,38 @@ class Layer:
         """The depth (1 = top) of a ``call_ex`` site's positional tuple."""
         return 2 if site.detail else 1
 
+    def rebinds_local(self, code, name):
+        """Whether some instruction of ``code`` stores or deletes the local
+        ``name`` (the fused forms of later releases included)."""
+        for instruction in dis.get_instructions(code):
+            opname = instruction.opname
+            if opname.startswith(("STORE_FAST", "DELETE_FAST", "LOAD_FAST_AND_CLEAR")):
+                names = instruction.argval
+                if name == names or (type(names) is tuple and name in names):
+                    return True
+        return False
+
+    def return_first_argument(self, bytecode, name, check):
+        """Make each return of ``bytecode`` give the local ``name`` (an
+        ``__init__``'s first argument, never rebound) where it gave None: a
+        return of the constant None returns the local instead; any other
+        return calls ``check(value, local)`` and returns what it returns."""
+        out = []
+        for element in bytecode:
+            if type(element) is Instr and element.name == "RETURN_CONST":
+                out.append(Instr("LOAD_CONST", element.arg, location=element.location))
+                element = Instr("RETURN_VALUE", location=element.location)
+            if type(element) is Instr and element.name == "RETURN_VALUE":
+                loc = element.location
+                last = out[-1] if out else None
+                if type(last) is Instr and last.name == "LOAD_CONST" and last.arg is None:
+                    out[-1] = Instr("LOAD_FAST", name, location=last.location)
+                else:
+                    out.append(Instr("LOAD_FAST", name, location=loc))
+                    out += self.call_constant(check, 2, loc)
+            out.append(element)
+        bytecode[:] = out
+
     def resolve_at_depth(self, const, depth, location):
         """Replace the stack value ``depth`` below the top (1 = top) by
         ``const(value)``, leaving the rest of the stack as it was."""
