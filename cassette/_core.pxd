@@ -14,6 +14,7 @@ cdef extern from "Python.h":
         PyObject *func_qualname
         PyObject *func_dict
     PyObject *PyEval_GetGlobals()
+    PyObject *cassette_list_item "PyList_GET_ITEM"(PyObject *, Py_ssize_t)   # borrowed
     Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
     object PyWeakref_NewRef(object, object)
     object PyMethod_New(object, object)

@@ -647,14 +647,16 @@ cdef class Runtime:
     cdef inline object _resolve(self, f):
         """What a call site calls instead of ``f``: the last answers are
         read from ``_recent`` here, the rest decided by ``_resolve_miss``."""
-        cdef Recent recent
         cdef PyObject *found
+        cdef PyObject *entry
         if self._generation == _generation:
-            found = PyList_GET_ITEM(self._recent, _address_slot(<void *>f, RECENT_CALLEES_BITS))
-            if found != <PyObject *>None:
-                recent = <Recent>found
-                if recent.callee is f and (recent.entry is None or recent.entry.matches(f)):
-                    return recent.target
+            # (Borrowed throughout: no reference counting on the hit path.)
+            found = cassette_list_item(<PyObject *>self._recent,
+                                       _address_slot(<void *>f, RECENT_CALLEES_BITS))
+            if found != <PyObject *>None and (<Recent>found).callee is f:
+                entry = <PyObject *>(<Recent>found).entry
+                if entry == <PyObject *>None or (<FunctionEntry>entry).matches(f):
+                    return (<Recent>found).target
         return self._resolve_miss(f)
 
     cdef object _resolve_miss(self, f):
