@@ -415,6 +415,11 @@ class Runtime:
         """The body of calling class ``cls`` (see :func:`engine.instantiate`)."""
         return functools.partial(engine.instantiate, self.call, cls)
 
+    def array_function(self, dispatcher):
+        """The body of numpy dispatcher ``dispatcher`` (see
+        :func:`engine.call_array_function`)."""
+        return functools.partial(engine.call_array_function, self, dispatcher)
+
     def hooked(self, callee, plan, body):
         return hooked(self, callee, plan, body)
 

@@ -408,7 +408,7 @@ def body_of(runtime, decision):
     if kind == callables.BUILD_CLASS:
         return functools.partial(build_class, runtime)
     if kind == callables.ARRAY_FUNCTION:
-        return functools.partial(call_array_function, runtime, callee)
+        return runtime.array_function(callee)
     raise AssertionError(f"unknown body kind {kind!r}")
 
 
@@ -566,15 +566,29 @@ def call_array_function(runtime, dispatcher, /, *args, **kwargs):
     raises its own error."""
     try:
         relevant = callables.array_function_relevant(dispatcher)
+        found = None
         if relevant is not None:
             try:
                 found = runtime.rewritten(relevant)(*args, **kwargs)
                 found = tuple(found)
             except TypeError:
                 found = None
-            if found is not None and not _overrides_array_function(found):
-                return runtime.rewritten(dispatcher._implementation)(*args, **kwargs)
-        return dispatch.fallback(runtime.ctx, dispatcher, *args, **kwargs)
+        return array_function_with(runtime, dispatcher, found, args, kwargs)
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
+
+
+def array_function_with(runtime, dispatcher, relevant, args, kwargs):
+    """The rest of :func:`call_array_function` once the relevant arguments
+    are known: ``relevant``, their tuple, or None when there is no
+    relevant-arguments function or it rejected the arguments.  (The Cython
+    core runs the common case itself — every relevant argument an ndarray
+    or of a type in :data:`NO_ARRAY_FUNCTION` — and hands the rest here.)"""
+    try:
+        if relevant is not None and not _overrides_array_function(relevant):
+            return runtime.rewritten(dispatcher._implementation)(*args, **(kwargs or {}))
+        return dispatch.fallback(runtime.ctx, dispatcher, *args, **(kwargs or {}))
     except BaseException as exception:
         callables.drop_library_entries(exception)
         raise
@@ -591,7 +605,7 @@ def _overrides_array_function(relevant):
         if tagged is not None:
             value = _untagged(value, tagged)
         kind = type(value)
-        if kind is numpy.ndarray or kind in _NO_ARRAY_FUNCTION:
+        if kind is numpy.ndarray or kind in NO_ARRAY_FUNCTION:
             continue
         found = callables.lookup_on_type(kind, "__array_function__")
         if found is not None and found is not default:
@@ -600,7 +614,7 @@ def _overrides_array_function(relevant):
 
 
 #: Python's basic types: numpy never looks for __array_function__ on them.
-_NO_ARRAY_FUNCTION = frozenset({bool, int, float, complex, list, tuple, dict, set, frozenset,
+NO_ARRAY_FUNCTION = frozenset({bool, int, float, complex, list, tuple, dict, set, frozenset,
                                 bytes, str, type(None), slice, type(Ellipsis)})
 
 

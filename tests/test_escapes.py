@@ -240,6 +240,41 @@ def test_a_numpy_dispatcher_honours_array_function_overrides():
     assert cassette.overdub(Counting(metadata=[]), program) == program()
 
 
+class Subarray(np.ndarray):
+    """An ndarray subclass that keeps ndarray's __array_function__."""
+
+
+class OverridingSubarray(np.ndarray):
+    def __array_function__(self, func, types, args, kwargs):
+        return ("subclass override", func.__name__)
+
+
+@pytest.mark.parametrize("ctx_type", [Nothing, Counting])
+def test_numpy_dispatchers_overdubbed_as_numpy_dispatches(ctx_type):
+    """The relevant arguments decide, as in numpy: ndarrays, Python's
+    basic types and numpy scalars run the implementation overdubbed; a
+    subclass keeping ndarray's method too; an override is called; arguments
+    the relevant-arguments function rejects get numpy's own error."""
+    x = np.linspace(0.0, 1.0, 5)
+
+    def program():
+        out = []
+        for _ in range(3):       # warm: the dispatchers' bodies are kept
+            out.append(np.mean(x, axis=0, keepdims=True).tolist())
+            out.append(float(np.clip(x, 0.2, np.float64(0.7)).sum()))
+            out.append(float(np.mean(x.view(Subarray))))
+            out.append(np.mean(x.view(OverridingSubarray)))
+            out.append(np.clip(x, None, [1.0] * 5).tolist())
+            out.append(np.round(np.float64(2.345), decimals=1).item())
+            try:
+                np.concatenate(x, nonsense=1)
+            except TypeError as exc:
+                out.append(str(exc))
+        return out
+
+    assert cassette.overdub(ctx_type(metadata=[]), program) == program()
+
+
 @pytest.mark.skipif(PURE, reason="the pure-Python runtime has no routing: C-made calls escape")
 def test_modules_imported_while_overdubbed_are_routed():
     """``str(n)`` of a huge int imports _pylong from C and calls it, and

@@ -1157,6 +1157,11 @@ cdef class Runtime:
         cassette_own_call(_route_class, cls, None, 1)
         return Instantiation(self, cls)
 
+    def array_function(self, dispatcher):
+        """The body of numpy dispatcher ``dispatcher`` (as
+        :func:`engine.call_array_function`)."""
+        return ArrayFunction(self, dispatcher)
+
     def hooked(self, callee, plan, body):
         return Hooked(self, callee, plan, body)
 

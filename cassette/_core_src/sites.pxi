@@ -229,6 +229,74 @@ cdef object _instantiation_vectorcall(object instantiation, PyObject **args, siz
 
 
 @cython.final
+cdef class ArrayFunction:
+    """The body of a numpy dispatcher (``engine.call_array_function``): its
+    relevant-arguments function overdubbed, then, when every relevant
+    argument is an ndarray or of one of Python's basic types (which cannot
+    override ``__array_function__``), its implementation overdubbed.  Any
+    other case is ``engine.array_function_with``'s."""
+
+    cdef void *vectorcall      # see cassette_enable_vectorcall
+    cdef Runtime runtime
+    cdef object dispatcher, relevant
+
+    def __init__(self, Runtime runtime, dispatcher):
+        self.runtime = runtime
+        self.dispatcher = dispatcher
+        self.relevant = callables.array_function_relevant(dispatcher)
+        self.vectorcall = <void *>_array_function_vectorcall
+
+    def __call__(self, *args, **kwargs):
+        return self.call(args, kwargs)
+
+    cdef object call(self, tuple args, dict kwargs):
+        cdef Runtime runtime = self.runtime
+        found = None
+        if self.relevant is not None:
+            try:
+                found = tuple(_call_tuple(runtime._rewritten(self.relevant), args, kwargs))
+            except TypeError:
+                found = None
+            if found is not None and _no_array_function_override(found):
+                return _call_tuple(runtime._rewritten(self.dispatcher._implementation),
+                                   args, kwargs)
+        return engine.array_function_with(runtime, self.dispatcher, found, args, kwargs)
+
+
+cdef frozenset _NO_ARRAY_FUNCTION = engine.NO_ARRAY_FUNCTION
+cdef object _ndarray = None
+cdef object _ndarray_array_function = None
+
+
+cdef bint _no_array_function_override(tuple values) except -1:
+    """Whether no class of ``values`` defines an ``__array_function__`` other
+    than ndarray's (``engine._overrides_array_function`` for untagged
+    values; a tagged one: False, the engine decides)."""
+    global _ndarray, _ndarray_array_function
+    cdef PyObject *found
+    if _ndarray is None:
+        _ndarray = sys.modules["numpy"].ndarray
+        _ndarray_array_function = _ndarray.__dict__["__array_function__"]
+    for value in values:
+        kind = type(value)
+        if kind is _ndarray or kind in _NO_ARRAY_FUNCTION:
+            continue
+        if _is_tagged(value):
+            return False
+        found = cassette_type_lookup(<PyTypeObject *>kind, "__array_function__")
+        if found is not NULL and <object>found is not _ndarray_array_function:
+            return False
+    return True
+
+
+cdef object _array_function_vectorcall(object function, PyObject **args, size_t nargsf,
+                                       PyObject *kwnames):
+    cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
+    return (<ArrayFunction>function).call(
+        _positional(args, nargs), None if kwnames is NULL else _keywords(args, nargs, kwnames))
+
+
+@cython.final
 cdef class Exit:
     """The ``__exit__`` callable a rewritten ``with`` pushes."""
 
@@ -284,6 +352,9 @@ cdef void _enable_vectorcalls():
     cassette_enable_vectorcall(
         Instantiation, <char *>&instantiation.vectorcall - <char *><PyObject *>instantiation)
     cassette_enable_vectorcall(Exit, <char *>&exit_.vectorcall - <char *><PyObject *>exit_)
+    cdef ArrayFunction array_function = ArrayFunction.__new__(ArrayFunction)
+    cassette_enable_vectorcall(
+        ArrayFunction, <char *>&array_function.vectorcall - <char *><PyObject *>array_function)
     cdef Forget forget = Forget.__new__(Forget)
     cassette_enable_vectorcall(Forget, <char *>&forget.vectorcall - <char *><PyObject *>forget)
 
