@@ -310,7 +310,7 @@ cdef dict _library_files = callables._library_files
 
 
 cdef inline bint _may_be_module_global(f):
-    """False when an instance of a C class is certainly not stable for
+    """False when ``f``, not a class, is certainly not stable for
     ``callables.is_stable``: its class is not hashed by identity, or it has
     no ``__name__`` a module global of its own name needs
     (``callables.is_module_global``)."""
@@ -750,7 +750,7 @@ cdef class Runtime:
             target = cassette_primitive_new(f)
         if known_primitive and not _may_be_module_global(f):
             return target       # what callables.is_stable would say, known here
-        if _is_stable(f):
+        if type(f) is type or _is_stable(f):        # (a class: stable, known here)
             self._keep(self._resolved, f, target)
         return target
 
@@ -1035,7 +1035,9 @@ cdef class Runtime:
         entry = self._droppers.get(key)
         if entry is not None and (<tuple>entry)[0] is target:
             return (<tuple>entry)[1]    # the entry keeps target: its id is not reused
-        if type(callee) is MethodType or not _is_stable(callee):
+        if (type(callee) is MethodType
+                or (not PyType_Check(callee) and not _may_be_module_global(callee))
+                or not _is_stable(callee)):
             return cassette_dropself_new(target)
         entry = (target, cassette_dropself_new(target))
         self._keep(self._droppers, key, entry)
