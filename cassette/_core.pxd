@@ -73,12 +73,12 @@ cdef extern from "_core_src/routing.h":
     void *cassette_current_frame()
     void *cassette_set_barrier(void *frame)
     void *cassette_set_handler(void *handler)
-    object cassette_handler_call(object handler, PyObject **stack, size_t n, PyObject *kwargs)
+    object cassette_handler_call(PyObject *handler, PyObject **stack, size_t n, PyObject *kwargs)
     object cassette_handler_being_called()
     bint cassette_is_barrier(object frame)
     int cassette_class_seen(PyTypeObject *tp)
     void cassette_class_saw(PyTypeObject *tp)
-    int cassette_route_one(object arg) except -1
+    int cassette_route_one(PyObject *arg) except -1
     void cassette_install_argument_routing(object route_argument, object partial_type,
                                            object method_wrapper_type)
     void cassette_install_routing(object runtime_type, object acting_codes, void *redirect,

@@ -8,6 +8,10 @@ under a watching context and under one whose hooks are chosen by argument
 types (``Vararg(object)``: the same hooks, always chosen, through the
 generic path), and check the counts by hand."""
 
+import os
+import subprocess
+import sys
+import textwrap
 import threading
 
 import pytest
@@ -210,6 +214,59 @@ def test_a_hook_registered_or_removed_while_a_site_is_hot():
     del ctx.metadata[:]
     assert cassette.overdub(ctx, loop, 50) == loop(50)
     assert ctx.metadata == []
+
+
+def test_a_registration_inside_an_operation_that_reaches_its_own_site_again():
+    """``a + b`` runs a Python ``__add__`` that registers a handler (the plan
+    of every site changes) and then adds again: the same ``add`` site of
+    the runtime replaces its protocol while the outer operation is still
+    running it.  The core used to free that protocol under the running
+    operation and read it afterwards (a crash, seen with
+    ``PYTHONMALLOC=debug``); it must hold it.  Run in a fresh interpreter
+    with the debug allocator, so that a use after free shows."""
+    script = textwrap.dedent("""
+        import cassette
+
+        class Watching(cassette.Context):
+            def prehook(self, f, *args, **kwargs):
+                self.metadata.append(("pre", getattr(f, "__name__", "?")))
+
+            def posthook(self, output, f, *args, **kwargs):
+                self.metadata.append(("post", getattr(f, "__name__", "?"), output))
+
+        class Other(cassette.Context):
+            pass
+
+        registered = []
+
+        class Registering:
+            def __add__(self, other):
+                if not registered:
+                    registered.append(cassette.prehook.register(Other, len)(
+                        lambda ctx, f, *a, **k: None))
+                one = len(registered)
+                return one + 2
+
+        def program():
+            return Registering() + Registering()
+
+        ctx = Watching(metadata=[])
+        results = []
+        for _ in range(3):
+            results.append(cassette.overdub(ctx, program))
+            for handler in registered:
+                cassette.prehook.unregister(handler)
+            registered.clear()
+        print(results, ctx.metadata.count(("post", "add", 3)))
+    """)
+    done = subprocess.run([sys.executable, "-X", "faulthandler", "-c", script],
+                          capture_output=True, text=True,
+                          env={**os.environ, "PYTHONMALLOC": "debug"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    # Each run: the inner 1 + 2 (under the Cython core, which routes
+    # __add__; the pure-Python runtime runs it unhooked) and the outer add.
+    inner_adds = 0 if entry.IMPLEMENTATION == "python" else 1
+    assert done.stdout.split() == ["[3,", "3,", "3]", str(3 * (1 + inner_adds))]
 
 
 def test_a_hook_that_reenters_overdub_and_nested_contexts():

@@ -145,26 +145,26 @@ cdef class Protocol:
         ``run``, without building an argument tuple."""
         cdef PyObject *stack[12]
         cdef Py_ssize_t i
-        cdef object ctx = runtime.ctx
+        cdef PyObject *ctx = <PyObject *>runtime.ctx     # (borrowed: the runtime keeps it)
         for i in range(nargs):
             stack[3 + i] = args[i]
         stack[2] = <PyObject *>callee
         if self.pre.fixed is not None:
-            stack[1] = <PyObject *>ctx
-            cassette_handler_call(self.pre.fixed, &stack[1], nargs + 2, NULL)
+            stack[1] = ctx
+            cassette_handler_call(<PyObject *>self.pre.fixed, &stack[1], nargs + 2, NULL)
         if body is not None:
             out = cassette_body_call(body, args, nargs)
         else:
             for i in range(nargs):
-                cassette_route_one(<object>args[i])
+                cassette_route_one(args[i])
             if direct is not NULL:
                 out = direct(<object>args[0], <object>args[1])
             else:
                 out = cassette_primitive_call_vector(primitive, args, nargs)
         if self.post.fixed is not None:
-            stack[0] = <PyObject *>ctx
+            stack[0] = ctx
             stack[1] = <PyObject *>out
-            cassette_handler_call(self.post.fixed, stack, nargs + 3, NULL)
+            cassette_handler_call(<PyObject *>self.post.fixed, stack, nargs + 3, NULL)
         return out
 
     cdef object run(self, Runtime runtime, object callee, object body,

@@ -20,12 +20,12 @@ cdef object _redirect(object runtime, object func, PyObject **args, size_t nargs
     if (<PyFunctionObject *>func).func_name == <PyObject *>_GET_NAME:
         # What a descriptor gives the interpreter it may call next (a
         # special method's descriptor returning a closure).
-        cassette_route_one(result)
+        cassette_route_one(<PyObject *>result)
     elif type(result) is FunctionType:
         # What C code gets from a Python function it called, it may call
         # next (3.11's re._subx returns the function the matcher calls for
         # each match).
-        cassette_route_one(result)
+        cassette_route_one(<PyObject *>result)
     return result
 
 

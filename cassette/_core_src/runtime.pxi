@@ -716,7 +716,7 @@ cdef class Runtime:
                         # Nobody hooks the descriptor: the builtin as bound,
                         # its self routed as the descriptor's call would
                         # route it, one object fewer than a bound method.
-                        cassette_route_one(<object>PyCFunction_GET_SELF(f))
+                        cassette_route_one(PyCFunction_GET_SELF(f))
                         return cassette_primitive_new(f)
                     return PyMethod_New(inner, <object>PyCFunction_GET_SELF(f))
             elif (cassette_method_wrapper_self(f) is not <PyObject *>None
@@ -1212,7 +1212,7 @@ cdef class Runtime:
             handler = self.parent.resolve(handler)
         if n + nprefix > 12:
             whole = (a, b, c, d)[:nprefix] + args
-            return cassette_handler_call(handler, PySequence_Fast_ITEMS(whole), len(whole),
+            return cassette_handler_call(<PyObject *>handler, PySequence_Fast_ITEMS(whole), len(whole),
                                          <PyObject *>kwargs if kwargs else NULL)
         stack[0] = <PyObject *>a
         stack[1] = <PyObject *>b
@@ -1220,7 +1220,7 @@ cdef class Runtime:
         stack[3] = <PyObject *>d
         for i in range(n):
             stack[nprefix + i] = <PyObject *>args[i]
-        return cassette_handler_call(handler, stack, nprefix + n,
+        return cassette_handler_call(<PyObject *>handler, stack, nprefix + n,
                                      <PyObject *>kwargs if kwargs else NULL)
 
     def tagged_primitive(self, callee, primitive):
@@ -1238,10 +1238,10 @@ cdef class Runtime:
         tagging, metadata propagates through it (``callee``: what hooks
         see)."""
         for arg in args:
-            cassette_route_one(arg)
+            cassette_route_one(<PyObject *>arg)
         if kwargs:
             for arg in kwargs.values():
-                cassette_route_one(arg)
+                cassette_route_one(<PyObject *>arg)
         if self.parent is not None:
             f = self.parent.resolve(f)
         if self._tagging:

@@ -112,8 +112,9 @@ cdef class Instantiation:
             if self.constructor is not False and self.learned < _CONSTRUCTOR_ATTEMPTS:
                 self.constructor = None     # the class changed: learn again
             return self
-        cassette_route_one(cls)
-        return PyMethod_New(self.constructor, cassette_object_new(cls))
+        constructor = self.constructor      # (owned: allocating may run a finalizer)
+        cassette_route_one(<PyObject *>cls)
+        return PyMethod_New(constructor, cassette_object_new(cls))
 
     cdef _learn_constructor(self):
         cdef PyObject *found
@@ -171,7 +172,7 @@ cdef class Instantiation:
                 and cassette_object_new_ignores(cls, nargs)):
             # Nobody hooks object.__new__, and it does nothing with the
             # arguments: made as type.__call__ makes it.
-            cassette_route_one(cls)
+            cassette_route_one(<PyObject *>cls)
             obj = cassette_object_new(cls)
         else:
             for i in range(nargs):
@@ -506,10 +507,12 @@ cdef class OperationSite:
         """The protocol of ``callee(a, b)`` when ``handler`` is the only one
         that can run: called directly, with the protocol's tail
         (``overdub_instead``) when it declines."""
+        cdef Protocol protocol
         out = self.runtime.invoke(handler, self.runtime.ctx, self.callee, a, b, 4, (), None)
         if out is _OverdubInstead:
-            out = self.protocol.overdub_instead(self.runtime, self.callee, None,
-                                                self.callee, (a, b), None, self.name)
+            protocol = self.protocol        # (owned: see _watched)
+            out = protocol.overdub_instead(self.runtime, self.callee, None,
+                                           self.callee, (a, b), None, self.name)
         return (not out) if self.negate else out
 
     cdef inline bint _plain_operands(self, object a, object b):
@@ -524,14 +527,16 @@ cdef class OperationSite:
 
     cdef object _operate(self, tuple args):
         cdef object out
+        cdef Protocol protocol
         if self.refresh():
             if self.runtime.parent is not None:
                 out = self.runtime.parent.call(self.callee, *args)
             else:
                 out = cassette_primitive_call_tuple(self.implementation, args, None)
         else:
-            out = self.protocol.run(self.runtime, self.callee, None,
-                                    self.callee, args, None, self.name)
+            protocol = self.protocol        # (owned: see _watched)
+            out = protocol.run(self.runtime, self.callee, None,
+                               self.callee, args, None, self.name)
         if self.negate:
             return not out
         return out
@@ -544,9 +549,14 @@ cdef class OperationSite:
                     and self._plain_operands(a, None)))
 
     cdef object _watched(self, PyObject **operands, Py_ssize_t n, cassette_binary direct):
-        """The operation on ``operands[:n]`` when the site is ``watching``."""
-        out = self.protocol.run_vector(self.runtime, self.callee, None, self.callee, direct,
-                                       operands, n)
+        """The operation on ``operands[:n]`` when the site is ``watching``.
+        The protocol is held here while it runs: the operation may reach
+        this site again (the same operator in the Python method it calls)
+        after a registration changed the plan, and ``refresh`` then
+        replaces ``self.protocol``, which would free the one running."""
+        cdef Protocol protocol = self.protocol
+        out = protocol.run_vector(self.runtime, self.callee, None, self.callee, direct,
+                                  operands, n)
         return (not out) if self.negate else out
 
     cdef object _call1(self, a):
