@@ -95,6 +95,8 @@ cdef extern from "_core_src/objects.h":
     bint cassette_is_primitive(object obj)
     PyObject *cassette_primitive_target(object primitive)     # borrowed
     void cassette_enable_vectorcall(object type, Py_ssize_t offset)
+    void cassette_install_held_entry(void *entry)
+    void *cassette_holding_vectorcall
     object cassette_primitive_named(object target, object named)
     void cassette_install_slot_entries(void *operation, void *propagation)
     object cassette_operation_slot(object site)

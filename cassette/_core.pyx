@@ -62,6 +62,7 @@ dispatch.on_generation_change(_on_generation_change)
 cassette_install_tagged_call(<void *>_tagged_vectorcall, TaggedPrimitive)
 cassette_note_builtin_len(len)
 _enable_vectorcalls()
+cassette_install_held_entry(<void *>_hooked_vectorcall)
 cassette_install_slot_entries(<void *>_operation_entry, <void *>_propagation_entry)
 cassette_install_runtime_slots(<void *>_resolve_entry, <void *>_method_site_entry)
 # Any Python function shows the interpreter's vectorcall entry.

@@ -269,6 +269,69 @@ def test_a_registration_inside_an_operation_that_reaches_its_own_site_again():
     assert done.stdout.split() == ["[3,", "3,", "3]", str(3 * (1 + inner_adds))]
 
 
+def test_a_weak_reference_callback_that_drops_its_own_reference():
+    """The interpreter calls a weak reference's callback with a reference it
+    does not own; importlib's ``_WeakValueDictionary`` (its module locks:
+    every ``import``) has callbacks that delete the dictionary entry holding
+    that weak reference, its last owner.  A Python function holds its
+    arguments in its frame; the core's watching path, which hands the
+    same arguments to the prehook, the body and then the posthook, used to
+    hand the posthook a freed object (a crash on 3.11 and 3.12).  Run in a
+    fresh interpreter, with an ``import`` of a module not yet imported as
+    well."""
+    script = textwrap.dedent("""
+        import sys, _weakref
+        import cassette
+
+        class Watching(cassette.Context):
+            def prehook(self, f, *args, **kwargs):
+                self.metadata.append("pre")
+
+            def posthook(self, output, f, *args, **kwargs):
+                self.metadata.append("post")
+
+        class Item(list):
+            __slots__ = ("__weakref__",)
+
+        entries = {}
+
+        class KeyedRef(_weakref.ref):
+            __slots__ = ("key",)
+
+            def __new__(cls, ob, key):
+                self = super().__new__(cls, ob, cls.remove)
+                self.key = key
+                return self
+
+            def __init__(self, ob, key):
+                super().__init__(ob, self.remove)
+
+            @staticmethod
+            def remove(wr):
+                del entries[wr.key]       # the last reference to wr
+
+        def program():
+            item = Item()
+            entries[1] = KeyedRef(item, 1)
+            del item                      # the callback runs here
+            import colorsys               # module locks: importlib's own
+            return len(entries), colorsys.rgb_to_hsv(1.0, 0.0, 0.0)
+
+        assert "colorsys" not in sys.modules
+        ctx = Watching(metadata=[])
+        print(cassette.overdub(ctx, program), "post" in ctx.metadata)
+    """)
+    # Both allocators: the debug one fills freed memory, so a freed object
+    # taken again shows with the default one (its count drops to 0 twice).
+    for allocator in ("malloc", "debug"):
+        done = subprocess.run([sys.executable, "-X", "faulthandler", "-c", script],
+                              capture_output=True, text=True,
+                              env={**os.environ, "PYTHONMALLOC": allocator,
+                                   "CASSETTE_NO_DISK_CACHE": "1"})
+        assert done.returncode == 0, (allocator, done.stderr[-2000:])
+        assert done.stdout.split() == ["(0,", "(0.0,", "1.0,", "1.0))", "True"]
+
+
 def test_a_hook_that_reenters_overdub_and_nested_contexts():
     inner_logs = []
 

@@ -87,6 +87,29 @@ static void cassette_enable_vectorcall(PyObject *type, Py_ssize_t offset) {
     cassette_set_type_vectorcall((PyTypeObject *)type, offset);
 }
 
+/* A vectorcall entry that holds its arguments while it runs: the one of
+   Hooked callees, whose hooks and body all see the same arguments.  A
+   Python function holds its arguments in its frame; the interpreter may
+   call with references it does not own -- a weak reference's callback
+   gets one, and may drop its last owner (importlib's module locks do) --
+   so an entry that hands its arguments to several calls must hold them
+   itself.  Written in C: a Cython try/finally would normalize a pending
+   exception on its way out, which 3.11 instantiates lazily. */
+static vectorcallfunc cassette_held_entry = NULL;
+
+static void cassette_install_held_entry(void *entry) {
+    cassette_held_entry = (vectorcallfunc)entry;
+}
+
+static PyObject *cassette_holding_vectorcall(PyObject *callable, PyObject *const *args,
+                                             size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf) + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    for (Py_ssize_t i = 0; i < n; i++) Py_INCREF(args[i]);
+    PyObject *result = cassette_held_entry(callable, args, nargsf, kwnames);
+    for (Py_ssize_t i = 0; i < n; i++) Py_DECREF(args[i]);
+    return result;
+}
+
 /* A primitive as rewritten code calls it: arguments routed, then the
    call, its result routed when it is a class just made (type(name,
    bases, namespace), namedtuple ...). */

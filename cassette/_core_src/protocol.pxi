@@ -142,7 +142,8 @@ cdef class Protocol:
         arguments on the C stack, and the body (or the primitive, its
         arguments routed first: ``direct`` when not NULL, the C function of
         an operator of two operands) with the caller's.  The same steps as
-        ``run``, without building an argument tuple."""
+        ``run``, without building an argument tuple.  The caller holds
+        the arguments (see ``cassette_holding_vectorcall``)."""
         cdef PyObject *stack[12]
         cdef Py_ssize_t i
         cdef PyObject *ctx = <PyObject *>runtime.ctx     # (borrowed: the runtime keeps it)

@@ -36,7 +36,7 @@ cdef class Hooked:
         self.callee = callee
         self.body = body
         self.protocol = Protocol(plan)
-        self.vectorcall = <void *>_hooked_vectorcall
+        self.vectorcall = <void *>cassette_holding_vectorcall     # then _hooked_vectorcall
 
     def __call__(self, *args, **kwargs):
         return self.protocol.run(self.runtime, self.callee, self.body,
@@ -162,9 +162,13 @@ cdef class Instantiation:
 
     cdef object call_positional(self, PyObject **args, Py_ssize_t nargs):
         """``call`` for positional arguments only, laid out on the C stack
-        with the class, then the new object, first (``nargs`` < 12)."""
+        with the class, then the new object, first (``nargs`` < 12).  The
+        arguments are held while ``__new__`` and ``__init__`` run (see
+        ``Protocol.run_vector``)."""
         cdef PyObject *stack[12]
         cdef Py_ssize_t i
+        cdef tuple held = _positional(args, nargs)
+        args = PySequence_Fast_ITEMS(held)
         cls = self.cls
         new = self._special(cls, "__new__")
         if (cassette_is_primitive(new)
