@@ -1,0 +1,1 @@
+"""The command line: ``python -m cassette trace|profile`` (docs/cli.md)."""
