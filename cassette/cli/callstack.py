@@ -26,6 +26,7 @@ reference §3.3).  The tools subclass both: :meth:`Recording.enter_entry` and
 :meth:`Recording.close` are what they do with an operation.
 """
 
+import importlib._bootstrap
 import os
 import sys
 import threading
@@ -240,3 +241,18 @@ for _starter in ("start_new_thread", "start_joinable_thread"):
     if hasattr(_thread, _starter):
         cassette.fallback.register(ToolContext, getattr(_thread, _starter))(
             _start_thread_overdubbed)
+
+
+def _import_plainly(ctx, f, /, *args, **kwargs):
+    """The import system's own functions run plainly, as a handler does
+    (reference §3.2), with the module bodies they execute.
+
+    In this version this works around a crash of the Cython core (3.12)
+    overdubbing ``importlib._bootstrap._ModuleLock.acquire`` under a context
+    with a catch-all ``posthook``; the program's result is the same, and the
+    imported modules' functions run overdubbed when the program calls them."""
+    return f(*args, **kwargs)
+
+
+for _name in ("_find_and_load", "_handle_fromlist"):
+    cassette.execute.register(ToolContext, getattr(importlib._bootstrap, _name))(_import_plainly)

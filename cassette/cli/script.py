@@ -121,6 +121,7 @@ class Outcome:
         if isinstance(error, SystemExit):
             raise error
         traceback = _program_frames(error.__traceback__)
+        error.with_traceback(traceback)     # what the default excepthook prints
         sys.last_type, sys.last_value, sys.last_traceback = type(error), error, traceback
         if sys.version_info >= (3, 12):
             sys.last_exc = error
