@@ -7,27 +7,11 @@ report sent to a file with ``-o``), the exit status.  The subprocess
 inherits ``CASSETTE_PURE_PYTHON``, so the suite checks both runtimes.
 """
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
+from cli_support import run, write
+
 COMMANDS = (["trace"], ["trace", "--ops"], ["profile"], ["profile", "--no-ops"])
-
-
-def run(args, cwd, stdin=""):
-    result = subprocess.run([sys.executable, *args], cwd=cwd, input=stdin, capture_output=True,
-                            text=True, env=dict(os.environ), timeout=300)
-    return result.returncode, result.stdout, result.stderr
-
-
-def write(tmp_path, name, source):
-    path = tmp_path / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(textwrap.dedent(source))
-    return path
 
 
 def assert_same_run(tmp_path, program_args, stdin=""):
