@@ -25,7 +25,7 @@ _DEPTH = 2          # levels of nested containers shown
 _type_qualname = type.__dict__["__qualname__"].__get__
 _type_module = type.__dict__["__module__"].__get__
 _FunctionType = types.FunctionType
-_BuiltinTypes = (types.BuiltinFunctionType, types.MethodDescriptorType,
+BUILTIN_CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType,
                  types.WrapperDescriptorType, types.MethodWrapperType,
                  types.ClassMethodDescriptorType, types.GetSetDescriptorType)
 
@@ -70,7 +70,7 @@ def callee_name(f):
     operation = OPERATIONS.get(f) if kind is types.BuiltinFunctionType else None
     if operation is not None:
         return operation
-    if isinstance(f, _BuiltinTypes):
+    if isinstance(f, BUILTIN_CALLABLE_TYPES):
         owner = getattr(f, "__objclass__", None)
         if owner is not None and isinstance(owner, type):
             return _qualified(_type_module(owner), f"{_type_qualname(owner)}.{f.__name__}")
@@ -134,7 +134,7 @@ def _repr(value, depth):
         return f"<class {_type_qualname(value)}>"
     if kind is types.ModuleType:
         return f"<module {value.__name__}>" if type(value.__name__) is str else "<module>"
-    if isinstance(value, _BuiltinTypes):
+    if isinstance(value, BUILTIN_CALLABLE_TYPES):
         return f"<built-in {callee_name(value)}>"
     if kind is range or kind is slice:
         return repr(value)              # C reprs of a few ints
