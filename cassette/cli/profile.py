@@ -27,6 +27,7 @@ recursive (the outermost call's time), as ``cProfile`` does.
 """
 
 import json
+import os
 import sys
 import time
 import types
@@ -239,7 +240,8 @@ class Profile:
         out.write(f"   Ordered by: {_ORDER_NAMES[sort]}\n\n")
         out.write("   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n")
         for row in rows[:limit]:
-            where = f"{row.file}:{row.line}({row.name})" if row.file else f"{{{row.name}}}"
+            where = (f"{_shown_path(row.file)}:{row.line}({row.name})" if row.file
+                     else f"{{{row.name}}}")
             out.write(f"{row.calls:>9} {row.self_time:8.3f} {row.self_time / row.calls:8.3f} "
                       f"{row.total:8.3f} {row.total / row.calls:8.3f} {where}\n")
         totals = self.operation_totals()
@@ -354,6 +356,12 @@ class Profile:
 
 _ORDER_NAMES = {"calls": "call count", "tottime": "internal time",
                 "cumtime": "cumulative time", "name": "function name"}
+
+
+def _shown_path(path):
+    """A path relative to the current directory when it is below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith(os.pardir) else relative
 
 
 def _by_count(ops):
