@@ -75,9 +75,10 @@ else:
 class Recording:
     """One thread's stack of open operations; ``stack[0]`` is the root entry.
 
-    Subclasses define ``close(entry, now, raised)``, called for every entry
-    that leaves the stack: ``raised`` is ``None`` after a ``posthook``, else
-    the exception that ended it (``True`` when not known).
+    Subclasses define ``close(entry, raised, now=None)``, called for every
+    entry an exception ended: ``raised`` is the exception's type, or
+    ``True`` when not known; ``now`` is the time of the ``posthook`` that
+    revealed it, if one did (the entry cannot have outlasted it).
     """
 
     def __init__(self, session, thread_name, root):
@@ -95,10 +96,11 @@ class Recording:
             top = stack[-1]
         return top
 
-    def close_through(self, f, entry):
-        """A ``posthook`` of ``f`` came while ``entry`` (not ``f``'s) was on
-        top: close the entries above ``f``'s, which ended by an exception;
-        returns ``f``'s entry, or ``None`` (nothing of ``f`` is open)."""
+    def close_through(self, f, entry, now=None):
+        """A ``posthook`` of ``f`` (at ``now``) came while ``entry`` (not
+        ``f``'s) was on top: close the entries above ``f``'s, which ended by
+        an exception; returns ``f``'s entry, or ``None`` (nothing of ``f``
+        is open)."""
         stack = self.stack
         for index in range(len(stack) - 1, 0, -1):
             if stack[index][CALLEE] is f:
@@ -106,9 +108,9 @@ class Recording:
         else:
             stack.append(entry)
             return None
-        self.close(entry, True)
+        self.close(entry, True, now)
         while len(stack) - 1 > index:
-            self.close(stack.pop(), True)
+            self.close(stack.pop(), True, now)
         return stack.pop()
 
     def end_operations_of(self, frame, raised):
@@ -144,7 +146,7 @@ class Recording:
         while len(self.stack) > 1:
             self.close(self.stack.pop(), True)
 
-    def close(self, entry, raised):
+    def close(self, entry, raised, now=None):
         raise NotImplementedError
 
 

@@ -82,10 +82,10 @@ class ProfileRecording(callstack.Recording):
         self.session.threads.append(recording)
         return recording
 
-    def close(self, entry, raised):
+    def close(self, entry, raised, now=None):
         node = entry[NODE]
         node.calls += 1
-        node.total += _perf_counter() - entry[START]
+        node.total += (_perf_counter() if now is None else now) - entry[START]
 
 
 class ProfileSession(callstack.Session):
@@ -118,7 +118,7 @@ class Profiler(callstack.ToolContext):
         recording = self.metadata
         entry = recording.stack.pop()
         if entry[CALLEE] is not f:
-            entry = recording.close_through(f, entry)
+            entry = recording.close_through(f, entry, now)
             if entry is None:
                 return
         node = entry[NODE]

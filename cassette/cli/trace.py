@@ -130,7 +130,7 @@ class TraceRecording(callstack.Recording):
         if entry[SHOWN]:
             self.ended(entry, short_repr(output), None)
 
-    def close(self, entry, raised):
+    def close(self, entry, raised, now=None):
         if entry[SHOWN]:
             self.ended(entry, None, raised)
 
