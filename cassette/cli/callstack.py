@@ -26,6 +26,8 @@ reference §3.3).  The tools subclass both: :meth:`Recording.enter_entry` and
 :meth:`Recording.close` are what they do with an operation.
 """
 
+import contextvars
+import functools
 import importlib._bootstrap
 import os
 import sys
@@ -58,11 +60,14 @@ class _CodeVerdicts(dict):
 
 _core_code = _CodeVerdicts(_CASSETTE_DIR + os.sep)
 
+def identity(frame):
+    return frame
+
+
 if IMPLEMENTATION == "cython":
-    def program_frame(frame):
-        """The program frame that made the operation a hook was called for,
-        given the hook's caller: the Cython core calls hooks directly."""
-        return frame
+    program_frame = identity
+    """The program frame that made the operation a hook was called for,
+    given the hook's caller: the Cython core calls hooks directly."""
 else:
     def program_frame(frame):
         """The program frame that made the operation a hook was called for,
@@ -238,6 +243,19 @@ def _start_thread_overdubbed(ctx, f, function, /, *args, **kwargs):
 
     return f(run_overdubbed, *args, **kwargs)
 
+
+def _run_in_context_overdubbed(ctx, f, context, function, /, *args, **kwargs):
+    """The ``fallback`` of ``contextvars.Context.run``, through which a thread
+    runs its ``run`` from 3.14 on: the function runs overdubbed, its call an
+    operation inside ``Context.run``'s (the pure-Python runtime does not route
+    callbacks from C by itself, reference §3.3)."""
+    # A partial's body is the call of its function, an operation (reference
+    # §3.3); a lambda here would not do: cassette runs its own code plainly.
+    call = functools.partial(function, *args, **kwargs)
+    return f(context, functools.partial(cassette.overdub, ctx, call))
+
+
+cassette.fallback.register(ToolContext, contextvars.Context.run)(_run_in_context_overdubbed)
 
 for _starter in ("start_new_thread", "start_joinable_thread"):
     if hasattr(_thread, _starter):

@@ -27,6 +27,7 @@ recursive (the outermost call's time), as ``cProfile`` does.
 """
 
 import json
+import operator
 import os
 import sys
 import time
@@ -35,7 +36,7 @@ import types
 import cassette
 
 from . import callstack
-from .callstack import CALLEE, CALLER, LASTI, program_frame
+from .callstack import program_frame
 from .describe import OPERATIONS, callee_name, callee_site, operation_name
 
 _getframe = sys._getframe
@@ -43,7 +44,9 @@ _perf_counter = time.perf_counter
 _FunctionType = types.FunctionType
 
 # Profile entries: [callee, caller frame, caller's f_lasti, node, start time]
+# (the hooks index them with the literals, which is faster)
 NODE, START = 3, 4
+_HOOKED_DIRECTLY = program_frame is callstack.identity
 
 SORT_KEYS = {
     "calls": lambda row: (-row.calls, row.name),
@@ -75,6 +78,7 @@ class ProfileRecording(callstack.Recording):
 
     def __init__(self, session, thread_name):
         self.root = Node(None)
+        self.ops = self.root.ops        # the operation counts of the innermost open call
         super().__init__(session, thread_name, [None, None, -1, self.root, _perf_counter()])
 
     def for_thread(self, name):
@@ -86,6 +90,7 @@ class ProfileRecording(callstack.Recording):
         node = entry[NODE]
         node.calls += 1
         node.total += (_perf_counter() if now is None else now) - entry[START]
+        self.ops = self.stack[-1][NODE].ops
 
 
 class ProfileSession(callstack.Session):
@@ -102,28 +107,32 @@ class Profiler(callstack.ToolContext):
 
     def prehook(self, f, /, *args, **kwargs):
         recording = self.metadata
-        caller = program_frame(_getframe(1))
-        top = recording.stack[-1]
-        if top[CALLER] is caller and top[LASTI] != caller.f_lasti:
+        stack = recording.stack
+        caller = _getframe(1) if _HOOKED_DIRECTLY else program_frame(_getframe(1))
+        top = stack[-1]
+        if top[1] is caller and top[2] != caller.f_lasti:
             top = recording.settle(caller)
-        children = top[NODE].children
+        children = top[3].children
         key = f.__code__ if type(f) is _FunctionType else id(f)
         node = children.get(key)
         if node is None:
             node = children[key] = Node(f)
-        recording.stack.append([f, caller, caller.f_lasti, node, _perf_counter()])
+        recording.ops = node.ops
+        stack.append([f, caller, caller.f_lasti, node, _perf_counter()])
 
     def posthook(self, output, f, /, *args, **kwargs):
         now = _perf_counter()
         recording = self.metadata
-        entry = recording.stack.pop()
-        if entry[CALLEE] is not f:
+        stack = recording.stack
+        entry = stack.pop()
+        if entry[0] is not f:
             entry = recording.close_through(f, entry, now)
             if entry is None:
                 return
-        node = entry[NODE]
+        node = entry[3]
         node.calls += 1
-        node.total += now - entry[START]
+        node.total += now - entry[4]
+        recording.ops = stack[-1][3].ops
 
 
 class OperationProfiler(Profiler):
@@ -132,8 +141,12 @@ class OperationProfiler(Profiler):
     intercept = cassette.Intercept.ALL
 
 
+# The operation mix: a prehook per operator callee (the catch-all hooks see
+# calls only).  The handlers with argtypes take the usual shapes without a
+# tuple of arguments; the one without takes any other.
+
 def _count_operation(ctx, f, /, *args, **kwargs):
-    ops = ctx.metadata.stack[-1][NODE].ops
+    ops = ctx.metadata.ops
     if (f is getattr or f is setattr or f is delattr) and len(args) > 1 and type(args[1]) is str:
         key = (f, type(args[0]), args[1])
     else:
@@ -141,12 +154,46 @@ def _count_operation(ctx, f, /, *args, **kwargs):
     ops[key] = ops.get(key, 0) + 1
 
 
+def _count_unary(ctx, f, a, /):
+    ops = ctx.metadata.ops
+    key = (f, type(a))
+    ops[key] = ops.get(key, 0) + 1
+
+
+def _count_binary(ctx, f, a, b, /):
+    ops = ctx.metadata.ops
+    key = (f, type(a), type(b))
+    ops[key] = ops.get(key, 0) + 1
+
+
+def _count_ternary(ctx, f, a, b, c, /):
+    ops = ctx.metadata.ops
+    key = (f, type(a), type(b), type(c))
+    ops[key] = ops.get(key, 0) + 1
+
+
+def _count_attribute(ctx, f, obj, name, /, *value):
+    ops = ctx.metadata.ops
+    key = (f, type(obj), name)
+    ops[key] = ops.get(key, 0) + 1
+
+
 def _nothing(*args, **kwargs):
     pass                        # cassette never calls a hook that does nothing
 
 
+_SHAPES = {getattr: (_count_attribute, (object, str)),
+           setattr: (_count_attribute, (object, str, object)),
+           delattr: (_count_attribute, (object, str)),
+           operator.setitem: (_count_ternary, (object, object, object)),
+           iter: (_count_unary, (object,)), next: (_count_unary, (object,)),
+           operator.neg: (_count_unary, (object,)), operator.pos: (_count_unary, (object,)),
+           operator.invert: (_count_unary, (object,)), operator.not_: (_count_unary, (object,))}
+
 for _operation in OPERATIONS:
+    _handler, _argtypes = _SHAPES.get(_operation, (_count_binary, (object, object)))
     cassette.prehook.register(OperationProfiler, _operation)(_count_operation)
+    cassette.prehook.register(OperationProfiler, _operation, *_argtypes)(_handler)
     cassette.posthook.register(OperationProfiler, _operation)(_nothing)
 
 

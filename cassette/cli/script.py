@@ -71,7 +71,9 @@ class Program:
             raise UsageError(f"can't open file {path!r}: [Errno {error.errno}] "
                              f"{error.strerror}") from None
         namespace.update(__loader__=importlib.machinery.SourceFileLoader("__main__", path),
-                         __file__=path, __cached__=None)
+                         __file__=path)
+        if sys.version_info < (3, 15):
+            namespace["__cached__"] = None
         code = compile(source, path, "exec", dont_inherit=True)
         return code, namespace, self.target, os.path.dirname(os.path.realpath(path))
 
