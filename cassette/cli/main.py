@@ -117,9 +117,7 @@ def main(argv=None):
         default_output = sys.stderr if options.command == "trace" else sys.stdout
         out, owned = _open_output(options, default_output)
     except UsageError as error:
-        command = getattr(error, "command", None)
-        sys.stderr.write(f"python -m cassette{' ' + command if command else ''}: "
-                         f"error: {error}\n")
+        sys.stderr.write(f"python -m cassette: error: {error}\n")
         raise SystemExit(2) from None
 
     if options.command == "trace":
@@ -135,8 +133,11 @@ def main(argv=None):
     session.finish()
     if options.command == "profile":
         report = profile.Profile(session, program.name, wall_time)
-        report.write(out, options.format, options.sort)
-        out.flush()
+        try:
+            report.write(out, options.format, options.sort)
+            out.flush()
+        except BrokenPipeError:         # `… | head`: the reader has seen enough
+            sys.stdout = None
     if owned:
         out.close()
     outcome.conclude()

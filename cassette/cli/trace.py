@@ -46,7 +46,8 @@ _getframe = sys._getframe
 _FunctionType = types.FunctionType
 
 # Trace entries: [callee, caller frame, caller's f_lasti, depth, shown,
-#                 callees may show, text of a call line not yet written]
+#                 callees may show, text of a call line not yet written
+#                 (text) or the callee's name as JSON (json)]
 DEPTH, SHOWN, OPEN, PENDING = 3, 4, 5, 6
 
 _BOLD, _DIM, _CYAN, _RED, _RESET = "\x1b[1m", "\x1b[2m", "\x1b[36m", "\x1b[31m", "\x1b[0m"
@@ -60,7 +61,9 @@ class Filters:
         self.depth = depth
         self.include = list(include)
         self.exclude = list(exclude)
-        self._verdicts = {}        # code object or id(callee) -> (callee, name, file, line, shown, excluded)
+        # code object or id(callee) -> (callee, name, file, line, shown,
+        # excluded, name as JSON, file and line as JSON members)
+        self._verdicts = {}
 
     def verdict(self, f):
         key = f.__code__ if type(f) is _FunctionType else id(f)
@@ -72,7 +75,10 @@ class Filters:
             excluded = any(fnmatch.fnmatchcase(c, p) for p in self.exclude for c in candidates)
             shown = not excluded and (not self.include or any(
                 fnmatch.fnmatchcase(c, p) for p in self.include for c in candidates))
-            verdict = self._verdicts[key] = (f, name, file, line, shown, excluded)
+            where = (f'"file": {"null" if file is None else _json_string(file)}, '
+                     f'"line": {"null" if line is None else line}')
+            verdict = self._verdicts[key] = (f, name, file, line, shown, excluded,
+                                             _json_string(name), where)
         return verdict
 
     @staticmethod
@@ -111,7 +117,8 @@ class TraceRecording(callstack.Recording):
         if not top[OPEN]:
             self.stack.append([f, caller, caller.f_lasti, depth, False, False, None])
             return
-        _, name, file, line, shown, excluded = self.filters.verdict(f)
+        verdict = self.filters.verdict(f)
+        shown, excluded = verdict[4], verdict[5]
         max_depth = self.filters.depth
         if max_depth is not None and depth > max_depth:
             shown = False
@@ -119,7 +126,7 @@ class TraceRecording(callstack.Recording):
         entry = [f, caller, caller.f_lasti, depth, shown, opens, None]
         self.stack.append(entry)
         if shown:
-            self.started(entry, name, file, line, args, kwargs)
+            self.started(entry, verdict, args, kwargs)
 
     def leave(self, output, f):
         entry = self.stack.pop()
@@ -136,7 +143,8 @@ class TraceRecording(callstack.Recording):
 
 
 class TextTrace(TraceRecording):
-    def started(self, entry, name, file, line, args, kwargs):
+    def started(self, entry, verdict, args, kwargs):
+        name = verdict[1]
         if self.pending is not None:
             self._write_pending()
         arguments = [short_repr(a) for a in args]
@@ -172,26 +180,26 @@ class TextTrace(TraceRecording):
 
 
 class JsonTrace(TraceRecording):
-    def started(self, entry, name, file, line, args, kwargs):
-        arguments = [short_repr(a) for a in args]
-        arguments += [f"{k}={short_repr(v)}" for k, v in kwargs.items()]
-        self.write(f',\n{{"event": "call", "depth": {entry[DEPTH]}, "name": {_json_string(name)}, '
-                   f'"args": [{", ".join(map(_json_string, arguments))}], '
-                   f'"file": {"null" if file is None else _json_string(file)}, '
-                   f'"line": {"null" if line is None else line}{self._thread()}}}')
+    def __init__(self, session, thread_name):
+        super().__init__(session, thread_name)
+        self.thread = "" if not self.prefix else f', "thread": {_json_string(thread_name)}'
+
+    def started(self, entry, verdict, args, kwargs):
+        arguments = [_json_string(short_repr(a)) for a in args]
+        if kwargs:
+            arguments += [_json_string(f"{k}={short_repr(v)}") for k, v in kwargs.items()]
+        entry[PENDING] = verdict[6]
+        self.write(f',\n{{"event": "call", "depth": {entry[DEPTH]}, "name": {verdict[6]}, '
+                   f'"args": [{", ".join(arguments)}], {verdict[7]}{self.thread}}}')
 
     def ended(self, entry, value, raised):
-        name = _json_string(self.filters.verdict(entry[0])[1])
         if raised is None:
-            self.write(f',\n{{"event": "return", "depth": {entry[DEPTH]}, "name": {name}, '
-                       f'"value": {_json_string(value)}{self._thread()}}}')
+            self.write(f',\n{{"event": "return", "depth": {entry[DEPTH]}, "name": {entry[PENDING]}, '
+                       f'"value": {_json_string(value)}{self.thread}}}')
         else:
             exception = "null" if raised is True else _json_string(raised.__name__)
-            self.write(f',\n{{"event": "raise", "depth": {entry[DEPTH]}, "name": {name}, '
-                       f'"exception": {exception}{self._thread()}}}')
-
-    def _thread(self):
-        return "" if not self.prefix else f', "thread": {_json_string(self.thread_name)}'
+            self.write(f',\n{{"event": "raise", "depth": {entry[DEPTH]}, "name": {entry[PENDING]}, '
+                       f'"exception": {exception}{self.thread}}}')
 
 
 class TraceSession(callstack.Session):
