@@ -14,16 +14,17 @@ from cli_support import run, write
 COMMANDS = (["trace"], ["trace", "--ops"], ["profile"], ["profile", "--no-ops"])
 
 
-def assert_same_run(tmp_path, program_args, stdin=""):
+def assert_same_run(tmp_path, program_args, stdin="", ran=True):
     """The program's stdout, stderr and exit status are the same plainly and
-    under each command (the report goes to a file)."""
+    under each command (the report goes to a file, not empty when the
+    program ``ran``)."""
     plain = run(program_args, tmp_path, stdin)
     for command in COMMANDS:
         report = tmp_path / "report.out"
         overdubbed = run(["-m", "cassette", *command, "-o", str(report), *program_args],
                          tmp_path, stdin)
         assert overdubbed == plain, command
-        assert report.stat().st_size > 0
+        assert report.stat().st_size > 0 or not ran
     return plain
 
 
@@ -71,6 +72,13 @@ def test_uncaught_exception(tmp_path):
     assert code == 1 and out == "before\n"
     assert err.startswith("Traceback (most recent call last):\n") and "cassette" not in err
     assert err.rstrip().endswith("KeyError: 'key'") and 'line 3, in inner' in err
+
+
+@pytest.mark.parametrize("source", ["print('ok')\ndef broken(:\n", "x = 1\n\tif x:\n"])
+def test_program_that_does_not_compile(tmp_path, source):
+    (tmp_path / "prog.py").write_text(source)
+    code, out, err = assert_same_run(tmp_path, ["prog.py"], ran=False)
+    assert code == 1 and out == "" and "Error" in err and "cassette" not in err
 
 
 def test_exception_chain_and_excepthook(tmp_path):

@@ -10,6 +10,7 @@ script that does not exist — is one line on standard error and status 2.
 """
 
 import argparse
+import importlib.util
 import os
 import sys
 import time
@@ -113,6 +114,10 @@ def main(argv=None):
         options = parser.parse_args(argv)
         if options.command is None:
             raise UsageError("missing the command: trace or profile (see --help)")
+        if (options.command == "profile" and options.format == "html"
+                and importlib.util.find_spec("cassette.cli.flamegraph") is None):
+            raise UsageError("the html format needs cassette.cli.flamegraph, "
+                             "which this installation lacks")
         program = _program(options)
         default_output = sys.stderr if options.command == "trace" else sys.stdout
         out, owned = _open_output(options, default_output)

@@ -43,6 +43,7 @@ class Program:
         self.kind = kind
         self.target = target
         self.args = list(args)
+        self.compile_error = None
         self.code, self.namespace, self.argv0, self.path0 = self._load()
 
     @property
@@ -59,8 +60,7 @@ class Program:
             namespace["__annotations__"] = {}
         if self.kind == "code":
             namespace["__loader__"] = importlib.machinery.BuiltinImporter
-            return (compile(self.target, "<string>", "exec", dont_inherit=True),
-                    namespace, "-c", "")
+            return self._compile(self.target, "<string>"), namespace, "-c", ""
         if self.kind == "module":
             return self._load_module(namespace)
         path = os.path.abspath(self.target)
@@ -74,8 +74,18 @@ class Program:
                          __file__=path)
         if sys.version_info < (3, 15):
             namespace["__cached__"] = None
-        code = compile(source, path, "exec", dont_inherit=True)
-        return code, namespace, self.target, os.path.dirname(os.path.realpath(path))
+        return (self._compile(source, path), namespace, self.target,
+                os.path.dirname(os.path.realpath(path)))
+
+    def _compile(self, source, filename):
+        """The code, or ``None`` with ``compile_error`` set: a program that
+        does not compile fails as ``python`` fails, with the error shown
+        and status 1."""
+        try:
+            return compile(source, filename, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError) as error:
+            self.compile_error = error
+            return None
 
     def _load_module(self, namespace):
         sys.path.insert(0, os.getcwd())     # where -m looks first
@@ -91,6 +101,8 @@ class Program:
 
     def run(self, ctx):
         """Run the program under ``ctx``; returns its :class:`Outcome`."""
+        if self.compile_error is not None:
+            return Outcome(self.compile_error)
         main = types.ModuleType("__main__")
         main.__dict__.update(self.namespace)
         sys.modules["__main__"] = main
