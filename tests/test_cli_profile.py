@@ -197,7 +197,6 @@ def test_chrome_and_speedscope(tmp_path):
 
 def test_flame_graph_tree(tmp_path):
     """The tree handed to the flame graph renderer has the interface's shape."""
-    sys.path.insert(0, str(tmp_path))
     script = write(tmp_path, "ops.py", OPERATIONS)
     profile, _ = profile_json(tmp_path, script)
 

@@ -26,8 +26,8 @@ _type_qualname = type.__dict__["__qualname__"].__get__
 _type_module = type.__dict__["__module__"].__get__
 _FunctionType = types.FunctionType
 BUILTIN_CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType,
-                 types.WrapperDescriptorType, types.MethodWrapperType,
-                 types.ClassMethodDescriptorType, types.GetSetDescriptorType)
+                          types.WrapperDescriptorType, types.MethodWrapperType,
+                          types.ClassMethodDescriptorType, types.GetSetDescriptorType)
 
 #: The callees of the operator rows of reference §3.1 (everything hooks see
 #: that is not a call the program wrote), by the name a report gives them.
@@ -47,6 +47,11 @@ OPERATIONS = {
         operator.getitem, operator.setitem, operator.delitem,
         getattr, setattr, delattr, iter, next)
 }
+
+
+def module_of(cls):
+    """``cls.__module__`` as ``type`` stores it."""
+    return _type_module(cls)
 
 
 def type_name(cls):
@@ -89,19 +94,11 @@ def callee_site(f):
     return None, None
 
 
-def operation_key(f, args):
-    """What the operation mix counts an operation by: the callee, the exact
-    types of its positional arguments, and the attribute name of
-    ``getattr``/``setattr``/``delattr``.  A tuple of the objects themselves
-    (types hash by identity unless a metaclass says otherwise, so the types
-    are keyed by ``id`` and kept alive by :class:`OperationNames`)."""
-    if (f is getattr or f is setattr or f is delattr) and type(args[1]) is str:
-        return (f, type(args[0]), args[1])
-    return (f, *map(type, args))
-
-
 def operation_name(key):
-    """``operator.mul(float, float)``, ``getattr(Body, 'x')``."""
+    """How a report names an operation counted by ``key``, a tuple of the
+    callee, the exact types of its positional arguments or, for
+    ``getattr``/``setattr``/``delattr``, the object's type and the
+    attribute name: ``operator.mul(float, float)``, ``getattr(Body, 'x')``."""
     f, *rest = key
     name = callee_name(f)
     if (f is getattr or f is setattr or f is delattr) and type(rest[-1]) is str:

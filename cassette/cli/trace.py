@@ -40,7 +40,8 @@ import cassette
 
 from . import callstack
 from .callstack import CALLER, LASTI, program_frame
-from .describe import BUILTIN_CALLABLE_TYPES, callee_name, callee_site, short_repr, type_name
+from .describe import (BUILTIN_CALLABLE_TYPES, callee_name, callee_site, module_of, short_repr,
+                       type_name)
 
 _getframe = sys._getframe
 _FunctionType = types.FunctionType
@@ -88,12 +89,12 @@ class Filters:
         if type(f) is _FunctionType:
             module, qualname = f.__module__, f.__qualname__
         elif isinstance(f, type):
-            module, qualname = type.__dict__["__module__"].__get__(f), type_name(f)
+            module, qualname = module_of(f), type_name(f)
         elif type(f) is types.BuiltinFunctionType:
             module, qualname = f.__module__, f.__qualname__
         else:
             owner = getattr(f, "__objclass__", None) if isinstance(f, BUILTIN_CALLABLE_TYPES) else None
-            module = type.__dict__["__module__"].__get__(owner) if isinstance(owner, type) else ""
+            module = module_of(owner) if isinstance(owner, type) else ""
             qualname = name
         module = module if type(module) is str else ""
         return (name, qualname, module, f"{module}.{qualname}")
