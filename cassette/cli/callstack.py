@@ -32,6 +32,7 @@ import importlib._bootstrap
 import os
 import sys
 import threading
+import types
 
 import _thread
 
@@ -224,10 +225,11 @@ class ToolContext(cassette.Context):
 
 
 def _thread_name(function):
-    owner = getattr(function, "__self__", None)
-    if isinstance(owner, threading.Thread):
-        return threading.Thread.name.fget(owner)
-    return f"thread of {getattr(function, '__qualname__', 'a function')}"
+    """The name of the thread that will run ``function`` (a ``Thread``'s
+    bound ``_bootstrap``), read without running the program's code."""
+    if type(function) is types.MethodType and issubclass(type(function.__self__), threading.Thread):
+        return threading.Thread.name.fget(function.__self__)
+    return "thread"
 
 
 def _start_thread_overdubbed(ctx, f, function, /, *args, **kwargs):

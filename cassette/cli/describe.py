@@ -17,6 +17,7 @@ function; ``short_repr(value)`` is at most about ``WIDTH`` characters.
 
 import operator
 import types
+import weakref
 
 WIDTH = 60
 _ITEMS = 4          # elements shown of a container
@@ -75,13 +76,13 @@ def callee_name(f):
     operation = OPERATIONS.get(f) if kind is types.BuiltinFunctionType else None
     if operation is not None:
         return operation
-    if isinstance(f, BUILTIN_CALLABLE_TYPES):
+    if issubclass(kind, BUILTIN_CALLABLE_TYPES):
         owner = getattr(f, "__objclass__", None)
-        if owner is not None and isinstance(owner, type):
+        if owner is not None and issubclass(type(owner), type):
             return _qualified(_type_module(owner), f"{_type_qualname(owner)}.{f.__name__}")
         module = getattr(f, "__module__", None) if kind is types.BuiltinFunctionType else None
         return _qualified(module if type(module) is str else None, f.__qualname__)
-    if isinstance(f, type):
+    if issubclass(kind, type):
         return _qualified(_type_module(f), _type_qualname(f))
     return f"<{_type_qualname(kind)} instance>"
 
@@ -109,34 +110,56 @@ def operation_name(key):
 def short_repr(value, width=WIDTH):
     """A repr of ``value`` that runs no user code and is at most about
     ``width`` characters long."""
+    kind = type(value)
+    if kind is float or kind is int and -10 ** 30 < value < 10 ** 30:
+        return repr(value)                  # the commonest, and always short
     text = _repr(value, _DEPTH)
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _repr(value, depth):
     kind = type(value)
-    if kind is int:
-        if -10 ** 30 < value < 10 ** 30:
-            return repr(value)
-        return f"<int of {value.bit_length()} bits>"
-    if kind in (float, bool, complex) or value is None or value is Ellipsis:
+    format = _FORMATS.get(id(kind))
+    if format is not None:
+        return format(value, depth)
+    constant = _CONSTANT_REPRS.get(id(kind))
+    if constant is not None and constant[0]() is kind:
+        return constant[1]
+    return _other_repr(value, kind)
+
+
+def _int_repr(value, depth):
+    if -10 ** 30 < value < 10 ** 30:
         return repr(value)
-    if kind is str or kind is bytes:
-        return repr(value[:WIDTH]) + ("…" if len(value) > WIDTH else "")
-    if kind in (list, tuple, set, frozenset, dict):
-        return _container_repr(value, kind, depth)
-    if kind is _FunctionType:
-        return f"<function {value.__qualname__}>"
-    if isinstance(value, type):
+    return f"<int of {value.bit_length()} bits>"        # repr of a huge int can raise
+
+
+def _text_repr(value, depth):
+    return repr(value[:WIDTH]) + ("…" if len(value) > WIDTH else "")
+
+
+def _plain_repr(value, depth):
+    return repr(value)          # builtin types whose repr is short and runs no user code
+
+
+def _module_repr(value, depth):
+    return f"<module {value.__name__}>" if type(value.__name__) is str else "<module>"
+
+
+def _other_repr(value, kind):
+    """Classes, builtin callables, and instances of other classes: the last
+    are named by their class only, and that text is kept per class."""
+    if issubclass(kind, type):
         return f"<class {_type_qualname(value)}>"
-    if kind is types.ModuleType:
-        return f"<module {value.__name__}>" if type(value.__name__) is str else "<module>"
-    if isinstance(value, BUILTIN_CALLABLE_TYPES):
+    if issubclass(kind, BUILTIN_CALLABLE_TYPES):
         return f"<built-in {callee_name(value)}>"
-    if kind is range or kind is slice:
-        return repr(value)              # C reprs of a few ints
     name = _type_qualname(kind)
-    return f"<{name} object>" if kind.__repr__ is object.__repr__ else f"<{name}>"
+    text = f"<{name} object>" if kind.__repr__ is object.__repr__ else f"<{name}>"
+    try:
+        _CONSTANT_REPRS[id(kind)] = (weakref.ref(kind), text)
+    except TypeError:
+        pass                    # a class that cannot be weakly referenced
+    return text
 
 
 def _container_repr(value, kind, depth):
@@ -159,6 +182,10 @@ def _container_repr(value, kind, depth):
     return f"{kind.__name__}({{{body}}})" if value else f"{kind.__name__}()"
 
 
+def _container_repr_of(kind):
+    return lambda value, depth: _container_repr(value, kind, depth)
+
+
 def _first(iterable):
     out = []
     for item in iterable:
@@ -167,3 +194,16 @@ def _first(iterable):
         out.append(item)
     return out
 
+
+
+# Exact builtin types, by id (a metaclass could make hashing a class run code).
+_FORMATS = {id(kind): format for kind, format in {
+    int: _int_repr, float: _plain_repr, bool: _plain_repr, complex: _plain_repr,
+    type(None): _plain_repr, type(Ellipsis): _plain_repr, range: _plain_repr,
+    slice: _plain_repr, str: _text_repr, bytes: _text_repr,
+    list: _container_repr_of(list), tuple: _container_repr_of(tuple),
+    set: _container_repr_of(set), frozenset: _container_repr_of(frozenset),
+    dict: _container_repr_of(dict), types.ModuleType: _module_repr,
+    _FunctionType: lambda value, depth: f"<function {value.__qualname__}>",
+}.items()}
+_CONSTANT_REPRS = {}            # id(class) -> (weak reference to it, its instances' repr)

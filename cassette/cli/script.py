@@ -132,7 +132,7 @@ class Outcome:
         error = self.error
         if error is None:
             return
-        if isinstance(error, SystemExit):
+        if issubclass(type(error), SystemExit):
             raise error
         traceback = _program_frames(error.__traceback__)
         error.with_traceback(traceback)     # what the default excepthook prints
@@ -140,7 +140,7 @@ class Outcome:
         if sys.version_info >= (3, 12):
             sys.last_exc = error
         sys.excepthook(type(error), error, traceback)
-        if isinstance(error, KeyboardInterrupt):
+        if issubclass(type(error), KeyboardInterrupt):
             # The interpreter's own exit on an uncaught Ctrl-C: killed by SIGINT.
             sys.stdout.flush()
             signal.signal(signal.SIGINT, signal.SIG_DFL)

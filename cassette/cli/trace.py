@@ -88,13 +88,14 @@ class Filters:
         the module, and the module and qualified name joined."""
         if type(f) is _FunctionType:
             module, qualname = f.__module__, f.__qualname__
-        elif isinstance(f, type):
+        elif issubclass(type(f), type):
             module, qualname = module_of(f), type_name(f)
         elif type(f) is types.BuiltinFunctionType:
             module, qualname = f.__module__, f.__qualname__
         else:
-            owner = getattr(f, "__objclass__", None) if isinstance(f, BUILTIN_CALLABLE_TYPES) else None
-            module = module_of(owner) if isinstance(owner, type) else ""
+            is_builtin = issubclass(type(f), BUILTIN_CALLABLE_TYPES)
+            owner = getattr(f, "__objclass__", None) if is_builtin else None
+            module = module_of(owner) if issubclass(type(owner), type) else ""
             qualname = name
         module = module if type(module) is str else ""
         return (name, qualname, module, f"{module}.{qualname}")
