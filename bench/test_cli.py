@@ -2,7 +2,7 @@
 
 Each workload of ``bench/workloads.py`` becomes a script that builds it,
 calls it once (warm-up: imports, first-call rewriting), then calls it
-``REPEAT`` times, timing those calls itself with ``time.perf_counter``.  The
+``REPEAT`` times (once), timing that itself with ``time.perf_counter``.  The
 script runs in a fresh process under each variant:
 
 ``plain``                   ``python script.py``
@@ -34,8 +34,8 @@ import pytest
 from workloads import WORKLOAD_NAMES
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-REPEAT = 5
-ROUNDS = 3
+REPEAT = 1
+ROUNDS = 2
 
 VARIANTS = {
     "plain": [],

@@ -128,12 +128,19 @@ def test_reprs_run_no_user_code(tmp_path):
             def __len__(self):
                 print("len ran")
                 return 1
+            @property
+            def __class__(self):
+                print("__class__ ran")
+                return Loud
+            def __call__(self, x):
+                return x
 
         def take(x, *rest, **named):
             return [x, rest, named]
 
         take(Loud(), Loud(), key=Loud())
         take("s" * 500, list(range(100)), {1: (2, 3)})
+        Loud()(Loud())
     """)
     out = tmp_path / "trace.txt"
     code, stdout, _ = run(["-m", "cassette", "trace", "--ops", "-o", str(out), str(script)],
