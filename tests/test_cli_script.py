@@ -96,6 +96,18 @@ def test_exception_chain_and_excepthook(tmp_path):
     assert (code, out, err) == (1, "hook RuntimeError ZeroDivisionError <module>\n", "")
 
 
+def test_uncaught_keyboard_interrupt(tmp_path):
+    """Python ends a run that a KeyboardInterrupt ends killed by SIGINT."""
+    write(tmp_path, "prog.py", """
+        def interrupted():
+            raise KeyboardInterrupt
+        print("started", flush=True)
+        interrupted()
+    """)
+    code, out, err = assert_same_run(tmp_path, ["prog.py"])
+    assert code == -2 and out == "started\n" and err.rstrip().endswith("KeyboardInterrupt")
+
+
 @pytest.mark.parametrize("exit_call, status, stderr", [
     ("sys.exit(3)", 3, ""), ("sys.exit('bye')", 1, "bye\n"), ("sys.exit()", 0, ""),
     ("raise SystemExit(None)", 0, "")])
