@@ -22,8 +22,9 @@ stack for one thread and closes what an exception ended:
 ``metadata`` is the main thread's :class:`Recording`, and a thread the
 program starts runs overdubbed too, under a context like it whose metadata
 is a new :class:`Recording` for that thread (threads otherwise run plainly,
-reference §3.3).  The tools subclass both: :meth:`Recording.enter_entry` and
-:meth:`Recording.close` are what they do with an operation.
+reference §3.3).  The tools subclass both: their hooks push and pop the
+entries, and :meth:`Recording.close` is what they do with an entry an
+exception ended.
 """
 
 import contextvars
@@ -41,7 +42,6 @@ from cassette.entry import IMPLEMENTATION
 
 _getframe = sys._getframe
 _CASSETTE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_CLI_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # Entry fields: [callee, caller frame, caller's f_lasti, *the tool's own]
 CALLEE, CALLER, LASTI = 0, 1, 2
@@ -176,7 +176,9 @@ class Session:
         monitoring = getattr(sys, "monitoring", None)
         if monitoring is None:
             return
-        for tool in range(6):
+        # The ids no standard tool claims first (pdb, coverage and cProfile
+        # take 0, 1 and 2).
+        for tool in (4, 3, 5, 1, 0, 2):
             if monitoring.get_tool(tool) is None:
                 break
         else:
@@ -247,17 +249,19 @@ def _start_thread_overdubbed(ctx, f, function, /, *args, **kwargs):
 
 
 def _run_in_context_overdubbed(ctx, f, context, function, /, *args, **kwargs):
-    """The ``fallback`` of ``contextvars.Context.run``, through which a thread
-    runs its ``run`` from 3.14 on: the function runs overdubbed, its call an
-    operation inside ``Context.run``'s (the pure-Python runtime does not route
-    callbacks from C by itself, reference §3.3)."""
+    """The ``fallback`` of ``contextvars.Context.run`` under the pure-Python
+    runtime, which does not route callbacks from C (reference §3.3): a
+    thread runs its ``run`` through it from 3.14 on.  The function runs
+    overdubbed, its call an operation inside ``Context.run``'s, as the
+    Cython core's routing makes it."""
     # A partial's body is the call of its function, an operation (reference
     # §3.3); a lambda here would not do: cassette runs its own code plainly.
     call = functools.partial(function, *args, **kwargs)
     return f(context, functools.partial(cassette.overdub, ctx, call))
 
 
-cassette.fallback.register(ToolContext, contextvars.Context.run)(_run_in_context_overdubbed)
+if IMPLEMENTATION == "python":      # the Cython core routes the callback itself
+    cassette.fallback.register(ToolContext, contextvars.Context.run)(_run_in_context_overdubbed)
 
 for _starter in ("start_new_thread", "start_joinable_thread"):
     if hasattr(_thread, _starter):
