@@ -220,3 +220,23 @@ def test_html_flame_graph(tmp_path):
     html = page.read_text()
     assert html.lstrip().lower().startswith("<!doctype html") and "step" in html
     assert "http://" not in html and "https://" not in html
+
+
+@pytest.mark.parametrize("format", ["text", "json", "chrome", "speedscope"])
+def test_deep_recursion(tmp_path, format):
+    """A program that recurses 600 levels deep is reported in every format:
+    the report's own walk of the tree (json's encoder takes two frames a
+    level) has room under a raised limit."""
+    script = write(tmp_path, "deep.py", """
+        import sys
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+        print(down(int(sys.argv[1])))
+    """)
+    out = tmp_path / "deep.out"
+    code, stdout, stderr = run(["-m", "cassette", "profile", "--format", format, "-o", str(out),
+                                str(script), "600"], tmp_path)
+    assert (code, stdout, stderr) == (0, "600\n", "")
+    if format == "json":
+        rows = {row["name"]: row for row in json.loads(out.read_text())["functions"]}
+        assert rows["down"]["calls"] == 601

@@ -231,6 +231,9 @@ class Profile:
             node.total = sum(child.total for child in node.children.values())
             self.root.children[("thread", recording.thread_name, id(recording))] = node
             node.callee = f"<thread {recording.thread_name}>"
+        # The report walks the tree recursively, and json's encoder too: room
+        # for a program that recursed as deep as its own limit allowed.
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * _depth(self.root) + 1000))
         self.rows = {}
         self._tabulate(self.root, {})
 
@@ -403,6 +406,16 @@ class Profile:
 
 _ORDER_NAMES = {"calls": "call count", "tottime": "internal time",
                 "cumtime": "cumulative time", "name": "function name"}
+
+
+def _depth(root):
+    """How deep the tree goes, found without recursion."""
+    deepest, pending = 0, [(root, 0)]
+    while pending:
+        node, depth = pending.pop()
+        deepest = max(deepest, depth)
+        pending.extend((child, depth + 1) for child in node.children.values())
+    return deepest
 
 
 def _shown_path(path):
