@@ -169,3 +169,41 @@ def test_long_run_streams(tmp_path):
     with open(out) as lines:
         calls = sum(1 for line in lines if line.startswith('{"event": "call"'))
     assert calls == 242785 + 2          # fib's calls, int and print
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+@pytest.mark.parametrize("no_color, coloured", [(None, True), ("1", False)])
+def test_colour_only_on_a_terminal(tmp_path, no_color, coloured):
+    """On a terminal (a pseudo-terminal here) the names are bold cyan, unless
+    NO_COLOR is set; through a pipe (every other test) there is no colour."""
+    import os
+    import pty
+    import subprocess
+    script = write(tmp_path, "fib.py", FIB)
+    controller, terminal = pty.openpty()
+    environment = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    if no_color:
+        environment["NO_COLOR"] = no_color
+    process = subprocess.Popen([sys.executable, "-m", "cassette", "trace", "--include", "fib",
+                                str(script), "2"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               stderr=terminal, env=environment)
+    os.close(terminal)
+    output = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(controller)
+    assert process.wait(timeout=300) == 0
+    text = output.decode().replace("\r\n", "\n")
+    plain = "fib(2)\n  fib(1) → 1\n  fib(0) → 0\nfib → 1\n"
+    if coloured:
+        assert "\x1b[1m\x1b[36mfib\x1b[0m(\x1b[2m2\x1b[0m)\n" in text
+        assert text.replace("\x1b[1m", "").replace("\x1b[36m", "").replace(
+            "\x1b[2m", "").replace("\x1b[0m", "") == plain
+    else:
+        assert text == plain
