@@ -64,11 +64,11 @@ class Filters:
         self.exclude = list(exclude)
         # code object or id(callee) -> (callee, name, file, line, shown,
         # excluded, name as JSON, file and line as JSON members)
-        self._verdicts = {}
+        self.verdicts = {}
 
     def verdict(self, f):
         key = f.__code__ if type(f) is _FunctionType else id(f)
-        verdict = self._verdicts.get(key)
+        verdict = self.verdicts.get(key)
         if verdict is None:
             name = callee_name(f)
             file, line = callee_site(f)
@@ -78,7 +78,7 @@ class Filters:
                 fnmatch.fnmatchcase(c, p) for p in self.include for c in candidates))
             where = (f'"file": {"null" if file is None else _json_string(file)}, '
                      f'"line": {"null" if line is None else line}')
-            verdict = self._verdicts[key] = (f, name, file, line, shown, excluded,
+            verdict = self.verdicts[key] = (f, name, file, line, shown, excluded,
                                              _json_string(name), where)
         return verdict
 
@@ -108,6 +108,7 @@ class TraceRecording(callstack.Recording):
         super().__init__(session, thread_name, [None, None, -1, 0, False, True, None])
         self.write = session.write
         self.filters = session.filters
+        self.verdicts = session.filters.verdicts
         self.pending = None
         self.prefix = "" if thread_name == "MainThread" else f"[{thread_name}] "
 
@@ -119,12 +120,14 @@ class TraceRecording(callstack.Recording):
         if not top[OPEN]:
             self.stack.append([f, caller, caller.f_lasti, depth, False, False, None])
             return
-        verdict = self.filters.verdict(f)
-        shown, excluded = verdict[4], verdict[5]
+        verdict = self.verdicts.get(f.__code__ if type(f) is _FunctionType else id(f))
+        if verdict is None:
+            verdict = self.filters.verdict(f)
+        shown, opens = verdict[4], not verdict[5]
         max_depth = self.filters.depth
-        if max_depth is not None and depth > max_depth:
-            shown = False
-        opens = not excluded and (max_depth is None or depth < max_depth)
+        if max_depth is not None:
+            shown = shown and depth <= max_depth
+            opens = opens and depth < max_depth
         entry = [f, caller, caller.f_lasti, depth, shown, opens, None]
         self.stack.append(entry)
         if shown:
