@@ -246,3 +246,30 @@ def test_deep_recursion(tmp_path, format):
             sys.setrecursionlimit(limit)
         rows = {row["name"]: row for row in document["functions"]}
         assert rows["down"]["calls"] == 601
+
+
+def test_threads_have_their_own_tree(tmp_path):
+    """A thread's calls hang under a node of its own, named after it: work
+    runs once, in worker-0, under Thread.run."""
+    script = write(tmp_path, "thr.py", """
+        import threading
+        def work(i):
+            return sum(k for k in range(i))
+        t = threading.Thread(target=work, args=(3,), name="worker-0")
+        t.start()
+        t.join()
+    """)
+    profile, _ = profile_json(tmp_path, script, options=("--no-ops",))
+    (thread,) = [c for c in profile["tree"]["children"] if c["name"] == "<thread worker-0>"]
+
+    def paths(node, prefix=()):
+        here = prefix + (node["name"],)
+        yield here, node
+        for child in node["children"]:
+            yield from paths(child, here)
+
+    works = [(path, node) for path, node in paths(thread) if path[-1] == "work"]
+    assert len(works) == 1 and works[0][1]["calls"] == 1
+    assert works[0][0][-2] == "threading.Thread.run"
+    rows = {row["name"]: row["calls"] for row in profile["functions"]}
+    assert rows["work"] == 1 and rows["threading.Thread.start"] == 1
