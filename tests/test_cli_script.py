@@ -214,6 +214,13 @@ def test_bad_usage(tmp_path, args, message):
     assert len(err.splitlines()) == 1 and message in err and "Traceback" not in err
 
 
+def test_double_dash_ends_the_options(tmp_path):
+    write(tmp_path, "prog.py", "import sys\nprint(sys.argv)\n")
+    code, out, err = run(["-m", "cassette", "trace", "-o", "t.txt", "--", "prog.py", "--ops"],
+                         tmp_path)
+    assert (code, out, err) == (0, "['prog.py', '--ops']\n", "")
+
+
 def test_help(tmp_path):
     for args in (["--help"], ["trace", "--help"], ["profile", "--help"]):
         code, out, err = run(["-m", "cassette", *args], tmp_path)

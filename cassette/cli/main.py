@@ -91,9 +91,10 @@ def _program(options):
         return Program("module", options.module, options.args)
     if options.code is not None:
         return Program("code", options.code, options.args)
-    if not options.args:
+    arguments = options.args[1:] if options.args[:1] == ["--"] else options.args
+    if not arguments:
         raise UsageError("missing the program to run: script.py, -m module or -c code")
-    script, *args = options.args
+    script, *args = arguments
     if script.startswith("-"):
         raise UsageError(f"unrecognized option {script!r} (options go before the script)")
     return Program("path", script, args)
