@@ -36,7 +36,8 @@ def _add_program_arguments(parser):
     source.add_argument("-c", dest="code", metavar="code",
                         help="run a string of code (as python -c)")
     parser.add_argument("-o", "--output", metavar="FILE",
-                        help="write the report to FILE")
+                        help="write the report to FILE (default: standard error for trace, "
+                             "standard output for profile)")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="script.py [args]",
                         help="the script and its arguments")
 
@@ -59,7 +60,8 @@ def build_parser():
                              "what they call (repeatable)")
     tracer.add_argument("--ops", action="store_true",
                         help="show operators, subscripts, attributes and iteration too")
-    tracer.add_argument("--format", choices=("text", "json"), default="text")
+    tracer.add_argument("--format", choices=("text", "json"), default="text",
+                        help="an indented tree, or a JSON array of events (default: text)")
     _add_program_arguments(tracer)
 
     profiler = commands.add_parser(
@@ -71,7 +73,9 @@ def build_parser():
     profiler.add_argument("--ops", action=argparse.BooleanOptionalAction, default=True,
                           help="count the operation mix (default: on)")
     profiler.add_argument("--format", choices=("text", "json", "chrome", "speedscope", "html"),
-                          default="text")
+                          default="text",
+                          help="cProfile's table and the mix, JSON, Chrome trace events "
+                               "(Perfetto), speedscope, or an HTML flame graph (default: text)")
     _add_program_arguments(profiler)
     return parser
 
