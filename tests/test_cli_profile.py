@@ -210,6 +210,27 @@ def test_flame_graph_tree(tmp_path):
     check(profile["tree"])
 
 
+def test_tree_merges_callees_of_one_site(tmp_path):
+    """Closures of one function are one node per path: make() returns a new
+    closure each time, and each is called once from the same place."""
+    script = write(tmp_path, "closures.py", """
+        def make(k):
+            def add(x):
+                return x + k
+            return add
+
+        total = 0
+        for k in range(5):
+            total = make(k)(total)
+        print(total)
+    """)
+    profile, stdout = profile_json(tmp_path, script)
+    assert stdout == "10\n"
+    adds = [c for c in profile["tree"]["children"] if c["name"] == "make.<locals>.add"]
+    assert len(adds) == 1 and adds[0]["calls"] == 5
+    assert adds[0]["ops"] == {"operator.add(int, int)": 5}
+
+
 def test_html_flame_graph(tmp_path):
     pytest.importorskip("cassette.cli.flamegraph", reason="flame graph renderer not merged yet")
     script = write(tmp_path, "ops.py", OPERATIONS)

@@ -335,7 +335,7 @@ class Profile:
             file, line = callee_site(node.callee)
         return {"name": name, "file": file, "line": line, "value": node.total,
                 "self": node.self_time(), "calls": node.calls, "ops": _op_dict(node.ops),
-                "children": [self.tree(child) for child in node.children.values()]}
+                "children": _merged([self.tree(child) for child in node.children.values()])}
 
     # ------------------------------------------------------------------
     # chrome trace events and speedscope
@@ -406,6 +406,24 @@ class Profile:
 
 _ORDER_NAMES = {"calls": "call count", "tottime": "internal time",
                 "cumtime": "cumulative time", "name": "function name"}
+
+
+def _merged(trees):
+    """Sibling trees of the same name, file and line as one (two code
+    objects, or two callables, that a report cannot tell apart)."""
+    by_site = {}
+    for tree in trees:
+        site = (tree["name"], tree["file"], tree["line"])
+        same = by_site.get(site)
+        if same is None:
+            by_site[site] = tree
+            continue
+        for field in ("value", "self", "calls"):
+            same[field] += tree[field]
+        for op, count in tree["ops"].items():
+            same["ops"][op] = same["ops"].get(op, 0) + count
+        same["children"] = _merged(same["children"] + tree["children"])
+    return list(by_site.values())
 
 
 def _depth(root):
