@@ -1,0 +1,153 @@
+"""``python -m cassette trace|profile [options] (script.py | -m module | -c code) [args]``.
+
+The conventions are ``cProfile``'s and ``trace``'s: options come before the
+program, everything after it is the program's own arguments; ``-o FILE``
+writes the report to a file.  ``trace`` writes its lines to standard error
+(the program's standard output stays its own) and ``profile`` its report
+to standard output when the program has finished.  The program's exit
+status is the command's.  Bad usage — no program, an unknown option, a
+script that does not exist — is one line on standard error and status 2.
+"""
+
+import argparse
+import importlib.util
+import os
+import sys
+import time
+
+from . import profile, trace
+from .script import Program, UsageError
+
+DESCRIPTION = ("Run a Python program overdubbed by cassette and report every call "
+               "(and operation) it makes.")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors on one line (status 2)."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def _add_program_arguments(parser):
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("-m", dest="module", metavar="module",
+                        help="run a library module as a script (as python -m)")
+    source.add_argument("-c", dest="code", metavar="code",
+                        help="run a string of code (as python -c)")
+    parser.add_argument("-o", "--output", metavar="FILE",
+                        help="write the report to FILE (default: standard error for trace, "
+                             "standard output for profile)")
+    parser.add_argument("args", nargs=argparse.REMAINDER, metavar="script.py [args]",
+                        help="the script and its arguments")
+
+
+def build_parser():
+    parser = _Parser(prog="python -m cassette", description=DESCRIPTION)
+    commands = parser.add_subparsers(dest="command", metavar="{trace,profile}")
+
+    tracer = commands.add_parser(
+        "trace", help="print the call tree of a run, as it happens",
+        description="Print the call tree of a run: each call with its arguments and "
+                    "result (to standard error, or --output).")
+    tracer.add_argument("--depth", type=_positive, metavar="N",
+                        help="show calls down to depth N only")
+    tracer.add_argument("--include", action="append", default=[], metavar="GLOB",
+                        help="show only calls whose module or qualified name matches "
+                             "(repeatable)")
+    tracer.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="hide calls whose module or qualified name matches, and "
+                             "what they call (repeatable)")
+    tracer.add_argument("--ops", action="store_true",
+                        help="show operators, subscripts, attributes and iteration too")
+    tracer.add_argument("--format", choices=("text", "json"), default="text",
+                        help="an indented tree, or a JSON array of events (default: text)")
+    _add_program_arguments(tracer)
+
+    profiler = commands.add_parser(
+        "profile", help="time every function and count every operation",
+        description="Per function: calls, exclusive and inclusive time; and the "
+                    "operation mix, operations counted by operand types.")
+    profiler.add_argument("-s", "--sort", choices=tuple(profile.SORT_KEYS), default="cumtime",
+                          help="sort the table by (default: cumtime)")
+    profiler.add_argument("--ops", action=argparse.BooleanOptionalAction, default=True,
+                          help="count the operation mix (default: on)")
+    profiler.add_argument("--format", choices=("text", "json", "chrome", "speedscope", "html"),
+                          default="text",
+                          help="cProfile's table and the mix, JSON, Chrome trace events "
+                               "(Perfetto), speedscope, or an HTML flame graph (default: text)")
+    _add_program_arguments(profiler)
+    return parser
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _program(options):
+    if options.module is not None:
+        return Program("module", options.module, options.args)
+    if options.code is not None:
+        return Program("code", options.code, options.args)
+    arguments = options.args[1:] if options.args[:1] == ["--"] else options.args
+    if not arguments:
+        raise UsageError("missing the program to run: script.py, -m module or -c code")
+    script, *args = arguments
+    if script.startswith("-"):
+        raise UsageError(f"unrecognized option {script!r} (options go before the script)")
+    return Program("path", script, args)
+
+
+def _open_output(options, default):
+    if options.output is None:
+        return default, False
+    try:
+        return open(options.output, "w", encoding="utf-8", buffering=1 << 20), True
+    except OSError as error:
+        raise UsageError(f"can't write {options.output!r}: {error.strerror}") from None
+
+
+def main(argv=None):
+    parser = build_parser()
+    try:
+        options = parser.parse_args(argv)
+        if options.command is None:
+            raise UsageError("missing the command: trace or profile (see --help)")
+        if (options.command == "profile" and options.format == "html"
+                and importlib.util.find_spec("cassette.cli.flamegraph") is None):
+            raise UsageError("the html format needs cassette.cli.flamegraph, "
+                             "which this installation lacks")
+        program = _program(options)
+        default_output = sys.stderr if options.command == "trace" else sys.stdout
+        out, owned = _open_output(options, default_output)
+    except UsageError as error:
+        sys.stderr.write(f"python -m cassette: error: {error}\n")
+        raise SystemExit(2) from None
+
+    if options.command == "trace":
+        colour = (not owned and out.isatty() and not os.environ.get("NO_COLOR"))
+        filters = trace.Filters(options.depth, options.include, options.exclude)
+        ctx, session = trace.make_context(out, options.format, filters, colour, options.ops)
+    else:
+        ctx, session = profile.make_context(options.ops)
+    session.watch_exceptions()
+    start = time.perf_counter()
+    outcome = program.run(ctx)
+    wall_time = time.perf_counter() - start
+    session.finish()
+    if options.command == "profile":
+        report = profile.Profile(session, program.name, wall_time)
+        try:
+            report.write(out, options.format, options.sort)
+            out.flush()
+        except BrokenPipeError:         # `… | head`: the reader has seen enough
+            sys.stdout = None
+    if owned:
+        out.close()
+    outcome.conclude()

@@ -1,0 +1,459 @@
+"""``python -m cassette profile``: where the time goes, and what the code does.
+
+Every call the program makes — to Python functions, builtins, classes — is
+timed between its ``prehook`` and its ``posthook`` and merged into a tree of
+call paths (a node per callee under the same parent; recursion makes a
+deeper node).  With the operation mix on (the default), every other
+operation of reference §3.1 is counted in the node of the function that
+made it, by callee and operand types: ``operator.mul(float, float)``,
+``getattr(Body, 'x')``.  Operations are counted, not timed: their time is
+their function's own.
+
+The reports, all made from that tree at the end of the run:
+
+* ``text`` — the per-function table of ``cProfile`` (``ncalls``,
+  ``tottime``, ``percall``, ``cumtime``, ``percall``, sorted by ``-s``),
+  then the operation mix in total and per function;
+* ``json`` — the table, the mix and the tree;
+* ``chrome`` — Chrome's trace-event format (open it in Perfetto or
+  ``chrome://tracing``): one complete event per call path, laid out in
+  time order;
+* ``speedscope`` — speedscope's file format, a "sampled" profile of the
+  call paths weighted by their exclusive time;
+* ``html`` — a self-contained flame graph page.
+
+A function's ``cumtime`` counts each of its calls once, also when it is
+recursive (the outermost call's time), as ``cProfile`` does.
+"""
+
+import json
+import operator
+import os
+import sys
+import time
+import types
+
+import cassette
+
+from . import callstack
+from .callstack import program_frame
+from .describe import OPERATIONS, callee_name, callee_site, operation_name
+
+_getframe = sys._getframe
+_perf_counter = time.perf_counter
+_FunctionType = types.FunctionType
+
+# Profile entries: [callee, caller frame, caller's f_lasti, node, start time]
+# (the hooks index them with the literals, which is faster)
+NODE, START = 3, 4
+_HOOKED_DIRECTLY = program_frame is callstack.identity
+
+SORT_KEYS = {
+    "calls": lambda row: (-row.calls, row.name),
+    "tottime": lambda row: (-row.self_time, row.name),
+    "cumtime": lambda row: (-row.total, row.name),
+    "name": lambda row: (row.name, row.file or "", row.line or 0),
+}
+
+
+class Node:
+    """One call path: the callee, how often it was called along this path,
+    the time spent in those calls, and the operations they made."""
+
+    __slots__ = ("callee", "calls", "total", "children", "ops")
+
+    def __init__(self, callee):
+        self.callee = callee
+        self.calls = 0
+        self.total = 0.0
+        self.children = {}          # code object (functions) or id(callee) -> Node
+        self.ops = {}               # operation key -> count
+
+    def self_time(self):
+        return self.total - sum(child.total for child in self.children.values())
+
+
+class ProfileRecording(callstack.Recording):
+    """A thread's part of the profile: the tree under its root node."""
+
+    def __init__(self, session, thread_name):
+        self.root = Node(None)
+        self.ops = self.root.ops        # the operation counts of the innermost open call
+        super().__init__(session, thread_name, [None, None, -1, self.root, _perf_counter()])
+
+    def for_thread(self, name):
+        recording = ProfileRecording(self.session, name)
+        self.session.threads.append(recording)
+        return recording
+
+    def close(self, entry, raised, now=None):
+        node = entry[NODE]
+        node.calls += 1
+        node.total += (_perf_counter() if now is None else now) - entry[START]
+        self.ops = self.stack[-1][NODE].ops
+
+
+class ProfileSession(callstack.Session):
+    def __init__(self):
+        super().__init__()
+        self.threads = []
+        self.main = self.add(ProfileRecording(self, "MainThread"))
+
+
+class Profiler(callstack.ToolContext):
+    """Times every call; ``metadata`` is the thread's :class:`ProfileRecording`."""
+
+    intercept = cassette.Intercept.CALLS
+
+    def prehook(self, f, /, *args, **kwargs):
+        recording = self.metadata
+        stack = recording.stack
+        caller = _getframe(1) if _HOOKED_DIRECTLY else program_frame(_getframe(1))
+        top = stack[-1]
+        if top[1] is caller and top[2] != caller.f_lasti:
+            top = recording.settle(caller)
+        children = top[3].children
+        key = f.__code__ if type(f) is _FunctionType else id(f)
+        node = children.get(key)
+        if node is None:
+            node = children[key] = Node(f)
+        recording.ops = node.ops
+        stack.append([f, caller, caller.f_lasti, node, _perf_counter()])
+
+    def posthook(self, output, f, /, *args, **kwargs):
+        now = _perf_counter()
+        recording = self.metadata
+        stack = recording.stack
+        entry = stack.pop()
+        if entry[0] is not f:
+            entry = recording.close_through(f, entry, now)
+            if entry is None:
+                return
+        node = entry[3]
+        node.calls += 1
+        node.total += now - entry[4]
+        recording.ops = stack[-1][3].ops
+
+
+class OperationProfiler(Profiler):
+    """Times every call and counts every other operation (the mix)."""
+
+    intercept = cassette.Intercept.ALL
+
+
+# The operation mix: a prehook per operator callee (the catch-all hooks see
+# calls only).  The handlers with argtypes take the usual shapes without a
+# tuple of arguments; the one without takes any other.
+
+def _count_operation(ctx, f, /, *args, **kwargs):
+    ops = ctx.metadata.ops
+    if (f is getattr or f is setattr or f is delattr) and len(args) > 1 and type(args[1]) is str:
+        key = (f, type(args[0]), args[1])
+    else:
+        key = (f, *map(type, args))
+    ops[key] = ops.get(key, 0) + 1
+
+
+def _count_unary(ctx, f, a, /):
+    ops = ctx.metadata.ops
+    key = (f, type(a))
+    ops[key] = ops.get(key, 0) + 1
+
+
+def _count_binary(ctx, f, a, b, /):
+    ops = ctx.metadata.ops
+    key = (f, type(a), type(b))
+    ops[key] = ops.get(key, 0) + 1
+
+
+def _count_ternary(ctx, f, a, b, c, /):
+    ops = ctx.metadata.ops
+    key = (f, type(a), type(b), type(c))
+    ops[key] = ops.get(key, 0) + 1
+
+
+def _count_attribute(ctx, f, obj, name, /, *value):
+    ops = ctx.metadata.ops
+    key = (f, type(obj), name)
+    ops[key] = ops.get(key, 0) + 1
+
+
+def _nothing(*args, **kwargs):
+    pass                        # cassette never calls a hook that does nothing
+
+
+_SHAPES = {getattr: (_count_attribute, (object, str)),
+           setattr: (_count_attribute, (object, str, object)),
+           delattr: (_count_attribute, (object, str)),
+           operator.setitem: (_count_ternary, (object, object, object)),
+           iter: (_count_unary, (object,)), next: (_count_unary, (object,)),
+           operator.neg: (_count_unary, (object,)), operator.pos: (_count_unary, (object,)),
+           operator.invert: (_count_unary, (object,)), operator.not_: (_count_unary, (object,))}
+
+for _operation in OPERATIONS:
+    _handler, _argtypes = _SHAPES.get(_operation, (_count_binary, (object, object)))
+    cassette.prehook.register(OperationProfiler, _operation)(_count_operation)
+    cassette.prehook.register(OperationProfiler, _operation, *_argtypes)(_handler)
+    cassette.posthook.register(OperationProfiler, _operation)(_nothing)
+
+
+# --------------------------------------------------------------------------
+# Reports
+
+
+class Row:
+    """One function of the per-function table."""
+
+    __slots__ = ("name", "file", "line", "calls", "self_time", "total", "ops")
+
+    def __init__(self, name, file, line):
+        self.name, self.file, self.line = name, file, line
+        self.calls = 0
+        self.self_time = 0.0
+        self.total = 0.0
+        self.ops = {}
+
+
+class Profile:
+    """The finished profile of a run: the call tree and the per-function table."""
+
+    def __init__(self, session, script_name, wall_time):
+        self.script_name = script_name
+        self.wall_time = wall_time
+        self.root = session.main.root
+        self.root.total = wall_time
+        self.root.calls = 1
+        for recording in session.threads:
+            node = Node(None)
+            node.children = recording.root.children
+            node.ops = recording.root.ops
+            node.calls = 1
+            node.total = sum(child.total for child in node.children.values())
+            self.root.children[("thread", recording.thread_name, id(recording))] = node
+            node.callee = f"<thread {recording.thread_name}>"
+        # The report walks the tree recursively, and json's encoder too: room
+        # for a program that recursed as deep as its own limit allowed.
+        sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * _depth(self.root) + 1000))
+        self.rows = {}
+        self._tabulate(self.root, {})
+
+    def _row(self, callee):
+        if type(callee) is str:
+            key = callee
+        else:
+            key = callee.__code__ if type(callee) is _FunctionType else id(callee)
+        row = self.rows.get(key)
+        if row is None:
+            name = callee if type(callee) is str else callee_name(callee)
+            row = self.rows[key] = Row(name, *callee_site(callee))
+        return key, row
+
+    def _tabulate(self, node, active):
+        """Fold the tree into rows; ``active`` counts the rows on the path
+        (a recursive call's time is in its outermost call's ``cumtime``)."""
+        if node is self.root:
+            key, row = None, None
+        else:
+            key, row = self._row(node.callee)
+            row.calls += node.calls
+            row.self_time += node.self_time()
+            if not active.get(key):
+                row.total += node.total
+            active[key] = active.get(key, 0) + 1
+        target = row.ops if row is not None else self.rows.setdefault(
+            "<module>", Row(f"<module> ({self.script_name})", None, None)).ops
+        for op, count in node.ops.items():
+            target[op] = target.get(op, 0) + count
+        for child in node.children.values():
+            self._tabulate(child, active)
+        if key is not None:
+            active[key] -= 1
+
+    def table(self, sort):
+        rows = [row for row in self.rows.values() if row.calls]
+        return sorted(rows, key=SORT_KEYS[sort])
+
+    def operation_totals(self):
+        totals = {}
+        for row in self.rows.values():
+            for op, count in row.ops.items():
+                totals[op] = totals.get(op, 0) + count
+        return totals
+
+    # ------------------------------------------------------------------
+    # text
+
+    def write_text(self, out, sort, limit=None):
+        rows = self.table(sort)
+        calls = sum(row.calls for row in rows)
+        out.write(f"         {calls} function calls in {self.wall_time:.3f} seconds\n\n")
+        out.write(f"   Ordered by: {_ORDER_NAMES[sort]}\n\n")
+        out.write("   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n")
+        for row in rows[:limit]:
+            where = (f"{_shown_path(row.file)}:{row.line}({row.name})" if row.file
+                     else f"{{{row.name}}}")
+            out.write(f"{row.calls:>9} {row.self_time:8.3f} {row.self_time / row.calls:8.3f} "
+                      f"{row.total:8.3f} {row.total / row.calls:8.3f} {where}\n")
+        totals = self.operation_totals()
+        if not totals:
+            return
+        out.write(f"\n   Operation mix: {sum(totals.values())} operations\n\n")
+        out.write("    count  operation\n")
+        for op, count in _by_count(totals):
+            out.write(f"{count:>9}  {operation_name(op)}\n")
+        out.write("\n   Operation mix by function\n")
+        for row in sorted((r for r in self.rows.values() if r.ops),
+                          key=lambda r: (-sum(r.ops.values()), r.name)):
+            out.write(f"\n   {row.name}: {sum(row.ops.values())} operations\n")
+            for op, count in _by_count(row.ops)[:limit or None]:
+                out.write(f"{count:>9}  {operation_name(op)}\n")
+
+    # ------------------------------------------------------------------
+    # json
+
+    def as_json(self, sort):
+        return {
+            "script": self.script_name,
+            "wall_time": self.wall_time,
+            "functions": [
+                {"name": row.name, "file": row.file, "line": row.line, "calls": row.calls,
+                 "tottime": row.self_time, "cumtime": row.total, "ops": _op_dict(row.ops)}
+                for row in self.table(sort)],
+            "ops": _op_dict(self.operation_totals()),
+            "tree": self.tree(),
+        }
+
+    def tree(self, node=None):
+        """The call tree as plain dicts (the flame graph's input)."""
+        node = self.root if node is None else node
+        if node is self.root:
+            name, file, line = self.script_name, None, None
+        elif type(node.callee) is str:
+            name, file, line = node.callee, None, None
+        else:
+            name = callee_name(node.callee)
+            file, line = callee_site(node.callee)
+        return {"name": name, "file": file, "line": line, "value": node.total,
+                "self": node.self_time(), "calls": node.calls, "ops": _op_dict(node.ops),
+                "children": _merged([self.tree(child) for child in node.children.values()])}
+
+    # ------------------------------------------------------------------
+    # chrome trace events and speedscope
+
+    def chrome_events(self):
+        """Complete ("X") events, one per call path, children laid out one
+        after the other inside their parent, in microseconds."""
+        events = []
+
+        def lay_out(tree, start, depth):
+            events.append({"name": tree["name"], "cat": "function", "ph": "X", "pid": 1,
+                           "tid": 1, "ts": round(start * 1e6, 3),
+                           "dur": round(tree["value"] * 1e6, 3),
+                           "args": {"calls": tree["calls"], "file": tree["file"],
+                                    "line": tree["line"], "ops": tree["ops"]}})
+            offset = start
+            for child in tree["children"]:
+                lay_out(child, offset, depth + 1)
+                offset += child["value"]
+
+        lay_out(self.tree(), 0.0, 0)
+        return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+    def speedscope(self):
+        frames, frame_index, samples, weights = [], {}, [], []
+
+        def visit(tree, path):
+            key = (tree["name"], tree["file"], tree["line"])
+            if key not in frame_index:
+                frame_index[key] = len(frames)
+                frame = {"name": tree["name"]}
+                if tree["file"]:
+                    frame["file"], frame["line"] = tree["file"], tree["line"]
+                frames.append(frame)
+            path = path + [frame_index[key]]
+            if tree["self"] > 0:
+                samples.append(path)
+                weights.append(tree["self"])
+            for child in tree["children"]:
+                visit(child, path)
+
+        visit(self.tree(), [])
+        return {
+            "$schema": "https://www.speedscope.app/file-format-schema.json",
+            "shared": {"frames": frames},
+            "profiles": [{"type": "sampled", "name": self.script_name, "unit": "seconds",
+                          "startValue": 0, "endValue": sum(weights),
+                          "samples": samples, "weights": weights}],
+            "name": self.script_name,
+            "activeProfileIndex": 0,
+            "exporter": "cassette",
+        }
+
+    def write(self, out, format, sort):
+        if format == "text":
+            self.write_text(out, sort)
+        elif format == "json":
+            json.dump(self.as_json(sort), out, indent=1)
+            out.write("\n")
+        elif format == "chrome":
+            json.dump(self.chrome_events(), out)
+        elif format == "speedscope":
+            json.dump(self.speedscope(), out)
+        elif format == "html":
+            from .flamegraph import render_flamegraph
+            out.write(render_flamegraph(self.tree(), title=f"cassette profile: {self.script_name}"))
+
+
+_ORDER_NAMES = {"calls": "call count", "tottime": "internal time",
+                "cumtime": "cumulative time", "name": "function name"}
+
+
+def _merged(trees):
+    """Sibling trees of the same name, file and line as one (two code
+    objects, or two callables, that a report cannot tell apart)."""
+    by_site = {}
+    for tree in trees:
+        site = (tree["name"], tree["file"], tree["line"])
+        same = by_site.get(site)
+        if same is None:
+            by_site[site] = tree
+            continue
+        for field in ("value", "self", "calls"):
+            same[field] += tree[field]
+        for op, count in tree["ops"].items():
+            same["ops"][op] = same["ops"].get(op, 0) + count
+        same["children"] = _merged(same["children"] + tree["children"])
+    return list(by_site.values())
+
+
+def _depth(root):
+    """How deep the tree goes, found without recursion."""
+    deepest, pending = 0, [(root, 0)]
+    while pending:
+        node, depth = pending.pop()
+        deepest = max(deepest, depth)
+        pending.extend((child, depth + 1) for child in node.children.values())
+    return deepest
+
+
+def _shown_path(path):
+    """A path relative to the current directory when it is below it."""
+    relative = os.path.relpath(path)
+    return path if relative.startswith(os.pardir) else relative
+
+
+def _by_count(ops):
+    return sorted(ops.items(), key=lambda item: (-item[1], operation_name(item[0])))
+
+
+def _op_dict(ops):
+    return {operation_name(op): count for op, count in _by_count(ops)}
+
+
+def make_context(operations):
+    """A fresh profiling context and its session."""
+    session = ProfileSession()
+    context_class = OperationProfiler if operations else Profiler
+    return context_class(metadata=session.main), session
+
+

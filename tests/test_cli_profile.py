@@ -1,0 +1,296 @@
+"""``python -m cassette profile``: its counts against independent ones.
+
+Call counts are compared with ``sys.setprofile``'s on the same script
+(:func:`cli_support.setprofile_calls`); the operation mix with a program
+whose operations are counted by hand in the test; times with what must hold
+of any profile (exclusive within inclusive, children within parents).
+"""
+
+import json
+import sys
+
+import pytest
+
+from cli_support import run, setprofile_calls, write
+
+CALLS = """
+    import sys
+
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    class Account:
+        def __init__(self, balance):
+            self.balance = balance
+
+        def deposit(self, amount):
+            self.balance = self.balance + amount
+            return self.balance
+
+    def parse(text):
+        try:
+            return int(text)
+        except ValueError:
+            return None
+
+    def main(n):
+        account = Account(0)
+        for k in range(n):
+            account.deposit(fib(k))
+        values = [parse(t) for t in ("1", "x", "3", "y")]
+        return account.balance, values
+
+    if __name__ == "__main__":
+        print(main(int(sys.argv[1])))
+"""
+
+
+def profile_json(tmp_path, script, *args, options=()):
+    out = tmp_path / "profile.json"
+    code, stdout, stderr = run(["-m", "cassette", "profile", *options, "--format", "json",
+                                "-o", str(out), str(script), *args], tmp_path)
+    assert code == 0, stderr
+    return json.loads(out.read_text()), stdout
+
+
+@pytest.mark.parametrize("options", [(), ("--no-ops",)])
+def test_call_counts_match_setprofile(tmp_path, options):
+    script = write(tmp_path, "calls.py", CALLS)
+    expected = setprofile_calls(script, tmp_path, "10")
+    expected.pop("Account", None)                # the class body: no call in the source
+    if sys.version_info < (3, 12):
+        expected.pop("main.<locals>.<listcomp>", None)   # 3.11's comprehension function
+    assert expected["fib"] == 276       # fib(k) makes 2 fib(k + 1) - 1 calls; k < 10
+    profile, stdout = profile_json(tmp_path, script, "10", options=options)
+    assert stdout == "(88, [1, None, 3, None])\n"
+    seen = {row["name"]: row["calls"] for row in profile["functions"]
+            if row["file"] == str(script)}
+    assert seen == expected
+    builtins = {row["name"]: row["calls"] for row in profile["functions"] if row["file"] is None}
+    assert builtins["int"] == 5 and builtins["range"] == 1 and builtins["Account"] == 1
+
+
+def test_times_are_consistent(tmp_path):
+    script = write(tmp_path, "calls.py", CALLS)
+    profile, _ = profile_json(tmp_path, script, "15")
+
+    def check(node):
+        assert node["self"] <= node["value"] + 1e-9
+        assert sum(child["value"] for child in node["children"]) <= node["value"] + 1e-6
+        for child in node["children"]:
+            check(child)
+
+    tree = profile["tree"]
+    assert tree["name"] == "calls.py"
+    check(tree)
+    rows = {row["name"]: row for row in profile["functions"]}
+    # fib is recursive: its cumtime counts each outermost call once, so it is
+    # at most main's, and its tottime at most its cumtime.
+    assert rows["fib"]["tottime"] <= rows["fib"]["cumtime"] <= rows["main"]["cumtime"]
+    assert rows["main"]["cumtime"] <= profile["wall_time"]
+
+
+OPERATIONS = """
+    class Body:
+        def __init__(self, x):
+            self.x = x
+
+    def step(bodies, dt):
+        for b in bodies:
+            b.x = b.x * dt + 1.0
+
+    bodies = [Body(1.0), Body(2.0)]
+    step(bodies, 0.5)
+    step(bodies, 0.5)
+    print(bodies[0].x, bodies[1].x)
+"""
+
+
+def test_operation_mix_counted_by_hand(tmp_path):
+    """Per ``step`` call, over two bodies: ``iter(list)`` once, ``next`` three
+    times (the exhausting step included), and per body ``getattr(Body, 'x')``,
+    ``operator.mul(float, float)``, ``operator.add(float, float)``,
+    ``setattr(Body, 'x')``; two calls.  ``Body.__init__``: one ``setattr``
+    each, two calls.  The module body: ``bodies[0]``, ``bodies[1]`` and their
+    ``.x``."""
+    script = write(tmp_path, "ops.py", OPERATIONS)
+    profile, stdout = profile_json(tmp_path, script)
+    assert stdout == "1.75 2.0\n"
+    rows = {row["name"]: row for row in profile["functions"]}
+    assert rows["step"]["ops"] == {
+        "next(list_iterator)": 6, "getattr(Body, 'x')": 4, "operator.add(float, float)": 4,
+        "operator.mul(float, float)": 4, "setattr(Body, 'x')": 4, "iter(list)": 2}
+    assert rows["Body.__init__"]["ops"] == {"setattr(Body, 'x')": 2}
+    assert profile["ops"] == {
+        "setattr(Body, 'x')": 6, "getattr(Body, 'x')": 6, "next(list_iterator)": 6,
+        "operator.add(float, float)": 4, "operator.mul(float, float)": 4,
+        "operator.getitem(list, int)": 2, "iter(list)": 2}
+    tree_step = [c for c in profile["tree"]["children"] if c["name"] == "step"]
+    assert len(tree_step) == 1 and tree_step[0]["calls"] == 2
+    assert tree_step[0]["ops"] == rows["step"]["ops"]
+
+
+def test_no_ops_counts_none(tmp_path):
+    script = write(tmp_path, "ops.py", OPERATIONS)
+    profile, _ = profile_json(tmp_path, script, options=("--no-ops",))
+    assert profile["ops"] == {}
+    assert {row["name"]: row["calls"] for row in profile["functions"]} == {
+        "step": 2, "Body": 2, "Body.__init__": 2, "object.__new__": 2, "__build_class__": 1,
+        "print": 1}
+
+
+def test_text_report(tmp_path):
+    script = write(tmp_path, "ops.py", OPERATIONS)
+    code, out, err = run(["-m", "cassette", "profile", "-s", "calls", str(script)], tmp_path)
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == "1.75 2.0"
+    assert lines[1].strip().startswith("10 function calls in")
+    assert "Ordered by: call count" in out
+    header = lines.index("   ncalls  tottime  percall  cumtime  percall filename:lineno(function)")
+    table = [line.split() for line in lines[header + 1:header + 7]]
+    assert [(row[0], row[-1]) for row in table] == [
+        ("2", "{Body}"), ("2", "ops.py:3(Body.__init__)"), ("2", "{object.__new__}"),
+        ("2", "ops.py:6(step)"), ("1", "{__build_class__}"), ("1", "{print}")]
+    assert "   Operation mix: 30 operations" in lines
+    assert "        6  setattr(Body, 'x')" in lines
+
+
+def test_sort_orders(tmp_path):
+    script = write(tmp_path, "calls.py", CALLS)
+    for key, field, reverse in (("calls", "calls", True), ("tottime", "tottime", True),
+                                ("cumtime", "cumtime", True), ("name", "name", False)):
+        out = tmp_path / "p.json"
+        code, _, err = run(["-m", "cassette", "profile", "-s", key, "--format", "json",
+                            "-o", str(out), str(script), "6"], tmp_path)
+        assert code == 0, err
+        values = [row[field] for row in json.loads(out.read_text())["functions"]]
+        assert values == sorted(values, reverse=reverse), key
+
+
+def test_chrome_and_speedscope(tmp_path):
+    script = write(tmp_path, "calls.py", CALLS)
+    profile, _ = profile_json(tmp_path, script, "8")
+    chrome = tmp_path / "trace.json"
+    code, _, err = run(["-m", "cassette", "profile", "--format", "chrome", "-o", str(chrome),
+                        str(script), "8"], tmp_path)
+    assert code == 0, err
+    events = json.loads(chrome.read_text())["traceEvents"]
+    assert all(e["ph"] == "X" and e["dur"] >= 0 for e in events)
+    by_name = {}
+    for event in events:
+        by_name[event["name"]] = by_name.get(event["name"], 0) + event["args"]["calls"]
+    rows = {row["name"]: row["calls"] for row in profile["functions"]}
+    assert by_name["fib"] == rows["fib"] and by_name["Account.deposit"] == 8
+
+    scope = tmp_path / "scope.json"
+    code, _, err = run(["-m", "cassette", "profile", "--format", "speedscope", "-o",
+                        str(scope), str(script), "8"], tmp_path)
+    assert code == 0, err
+    document = json.loads(scope.read_text())
+    frames = [frame["name"] for frame in document["shared"]["frames"]]
+    assert frames[0] == "calls.py" and "fib" in frames and "Account.deposit" in frames
+    (prof,) = document["profiles"]
+    assert prof["type"] == "sampled" and len(prof["samples"]) == len(prof["weights"])
+    assert all(0 <= index < len(frames) for sample in prof["samples"] for index in sample)
+
+
+def test_flame_graph_tree(tmp_path):
+    """The tree handed to the flame graph renderer has the interface's shape."""
+    script = write(tmp_path, "ops.py", OPERATIONS)
+    profile, _ = profile_json(tmp_path, script)
+
+    def check(node):
+        assert set(node) == {"name", "file", "line", "value", "self", "calls", "ops", "children"}
+        assert isinstance(node["name"], str) and isinstance(node["calls"], int)
+        assert all(isinstance(count, int) for count in node["ops"].values())
+        for child in node["children"]:
+            check(child)
+
+    check(profile["tree"])
+
+
+def test_tree_merges_callees_of_one_site(tmp_path):
+    """Closures of one function are one node per path: make() returns a new
+    closure each time, and each is called once from the same place."""
+    script = write(tmp_path, "closures.py", """
+        def make(k):
+            def add(x):
+                return x + k
+            return add
+
+        total = 0
+        for k in range(5):
+            total = make(k)(total)
+        print(total)
+    """)
+    profile, stdout = profile_json(tmp_path, script)
+    assert stdout == "10\n"
+    adds = [c for c in profile["tree"]["children"] if c["name"] == "make.<locals>.add"]
+    assert len(adds) == 1 and adds[0]["calls"] == 5
+    assert adds[0]["ops"] == {"operator.add(int, int)": 5}
+
+
+def test_html_flame_graph(tmp_path):
+    pytest.importorskip("cassette.cli.flamegraph", reason="flame graph renderer not merged yet")
+    script = write(tmp_path, "ops.py", OPERATIONS)
+    page = tmp_path / "prof.html"
+    code, out, err = run(["-m", "cassette", "profile", "--format", "html", "-o", str(page),
+                          str(script)], tmp_path)
+    assert (code, out, err) == (0, "1.75 2.0\n", "")
+    html = page.read_text()
+    assert html.lstrip().lower().startswith("<!doctype html") and "step" in html
+    assert "http://" not in html and "https://" not in html
+
+
+@pytest.mark.parametrize("format", ["text", "json", "chrome", "speedscope"])
+def test_deep_recursion(tmp_path, format):
+    """A program that recurses 600 levels deep is reported in every format:
+    the report's own walk of the tree (json's encoder takes two frames a
+    level) has room under a raised limit."""
+    script = write(tmp_path, "deep.py", """
+        import sys
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+        print(down(int(sys.argv[1])))
+    """)
+    out = tmp_path / "deep.out"
+    code, stdout, stderr = run(["-m", "cassette", "profile", "--format", format, "-o", str(out),
+                                str(script), "600"], tmp_path)
+    assert (code, stdout, stderr) == (0, "600\n", "")
+    if format == "json":
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(10_000)           # json's decoder nests a level per call
+        try:
+            document = json.loads(out.read_text())
+        finally:
+            sys.setrecursionlimit(limit)
+        rows = {row["name"]: row for row in document["functions"]}
+        assert rows["down"]["calls"] == 601
+
+
+def test_threads_have_their_own_tree(tmp_path):
+    """A thread's calls hang under a node of its own, named after it: work
+    runs once, in worker-0, under Thread.run."""
+    script = write(tmp_path, "thr.py", """
+        import threading
+        def work(i):
+            return sum(k for k in range(i))
+        t = threading.Thread(target=work, args=(3,), name="worker-0")
+        t.start()
+        t.join()
+    """)
+    profile, _ = profile_json(tmp_path, script, options=("--no-ops",))
+    (thread,) = [c for c in profile["tree"]["children"] if c["name"] == "<thread worker-0>"]
+
+    def paths(node, prefix=()):
+        here = prefix + (node["name"],)
+        yield here, node
+        for child in node["children"]:
+            yield from paths(child, here)
+
+    works = [(path, node) for path, node in paths(thread) if path[-1] == "work"]
+    assert len(works) == 1 and works[0][1]["calls"] == 1
+    assert works[0][0][-2] == "threading.Thread.run"
+    rows = {row["name"]: row["calls"] for row in profile["functions"]}
+    assert rows["work"] == 1 and rows["threading.Thread.start"] == 1
