@@ -232,7 +232,6 @@ def test_tree_merges_callees_of_one_site(tmp_path):
 
 
 def test_html_flame_graph(tmp_path):
-    pytest.importorskip("cassette.cli.flamegraph", reason="flame graph renderer not merged yet")
     script = write(tmp_path, "ops.py", OPERATIONS)
     page = tmp_path / "prof.html"
     code, out, err = run(["-m", "cassette", "profile", "--format", "html", "-o", str(page),
