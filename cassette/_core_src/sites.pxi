@@ -126,10 +126,7 @@ cdef class Instantiation:
                 or type(cls) is not type):
             return
         version = cassette_class_version(<PyTypeObject *>cls)
-        new = self._special(cls, "__new__")
-        if (version == 0 or not cassette_is_primitive(new)
-                or cassette_primitive_target(new) != <PyObject *>_object_new
-                or not cassette_object_new_ignores(cls, 1)):
+        if version == 0 or not _is_plain_object_new(self._special(cls, "__new__"), cls, 1):
             return
         found = cassette_type_lookup(<PyTypeObject *>cls, "__init__")
         if found is NULL or type(<object>found) is not FunctionType:
@@ -164,16 +161,14 @@ cdef class Instantiation:
         """``call`` for positional arguments only, laid out on the C stack
         with the class, then the new object, first (``nargs`` < 12).  The
         arguments are held while ``__new__`` and ``__init__`` run (see
-        ``Protocol.run_vector``)."""
+        ``cassette_holding_vectorcall``)."""
         cdef PyObject *stack[12]
         cdef Py_ssize_t i
         cdef tuple held = _positional(args, nargs)
         args = PySequence_Fast_ITEMS(held)
         cls = self.cls
         new = self._special(cls, "__new__")
-        if (cassette_is_primitive(new)
-                and cassette_primitive_target(new) == <PyObject *>_object_new
-                and cassette_object_new_ignores(cls, nargs)):
+        if _is_plain_object_new(new, cls, nargs):
             # Nobody hooks object.__new__, and it does nothing with the
             # arguments: made as type.__call__ makes it.
             cassette_route_one(<PyObject *>cls)
@@ -209,6 +204,16 @@ cdef class Instantiation:
                 if kind is staticmethod:
                     return self.runtime._resolve((<object>found).__func__)
         return self.runtime._resolve(getattr(cls, name))
+
+
+cdef inline bint _is_plain_object_new(new, cls, Py_ssize_t nargs):
+    """Whether ``new``, what a call site calls for ``cls.__new__``, is
+    ``object.__new__`` that nobody hooks and that does nothing with
+    ``nargs`` arguments: the object is then made as ``type.__call__``
+    makes it."""
+    return (cassette_is_primitive(new)
+            and cassette_primitive_target(new) == <PyObject *>_object_new
+            and cassette_object_new_ignores(cls, nargs))
 
 
 #: How often an instantiation learns its constructor again after its class
