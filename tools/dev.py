@@ -97,7 +97,8 @@ RECIPE = 1
 # CPython releases that pyenv cannot provide here come from Debian's unstable
 # suite.  They need a newer C library than the host's, so they live in a
 # Debian root file system of their own and run there through chroot, with the
-# checkout, /tmp, /dev and /proc bind-mounted at the same paths.  Made once
+# checkout, /tmp, /dev (with /dev/pts, a mount of its own, which a terminal
+# needs) and /proc bind-mounted at the same paths.  Made once
 # (about a minute: debootstrap, then apt) and kept; needs root.
 DEBIAN_PYTHONS = ("3.14", "3.15")
 DEBIAN_ROOT = Path(os.environ.get("CASSETTE_DEBIAN_ROOT")
@@ -105,7 +106,8 @@ DEBIAN_ROOT = Path(os.environ.get("CASSETTE_DEBIAN_ROOT")
 DEBIAN_PACKAGES = ["gcc", "libc6-dev", "ca-certificates"] + [
     name % version for version in DEBIAN_PYTHONS
     for name in ("python%s", "python%s-dev", "python%s-venv", "libpython%s-testsuite")]
-DEBIAN_SHARED = (ROOT, Path("/tmp"), Path("/dev"), Path("/proc"))
+DEBIAN_SHARED = (ROOT, Path("/tmp"), Path("/dev"), Path("/proc")) + tuple(
+    path for path in (Path("/dev/pts"),) if path.is_dir())
 # The browser tests/test_flamegraph.py opens the HTML flame graph in, on the
 # host and in the Debian root (whose interpreters see only the root's files).
 BROWSER_PACKAGE = "chromium"

@@ -272,14 +272,9 @@ for _starter in ("start_new_thread", "start_joinable_thread"):
 def _import_plainly(ctx, f, /, *args, **kwargs):
     """The import system's own functions run plainly, as a handler does
     (reference §3.2), with the module bodies they execute: a trace shows
-    the import as one call, not the dozens of calls inside importlib.
-
-    In this version this also works around a crash of the Cython core on
-    3.11 and 3.12: importlib's module locks register a weak-reference
-    callback that fires from C while an overdubbed frame of
-    ``_ModuleLock.acquire`` runs under a catch-all ``posthook``.  The
-    program's result is the same, and an imported module's functions run
-    overdubbed when the program calls them."""
+    the import as one call, not the dozens of calls inside importlib, and
+    an imported module's functions run overdubbed when the program calls
+    them.  (The script's own module body runs overdubbed: script.py.)"""
     return f(*args, **kwargs)
 
 

@@ -29,6 +29,11 @@ class Layer315(Layer314):
     # pycore_backoff.h: a 13-bit value over a 3-bit backoff; 7 is the
     # backoff that never reaches a value of zero.
     never_triggering_counter = 7
+    # LOAD_ATTR_PROPERTY deopts once the getter's version is retired (as
+    # routing retires it) and never specializes on a retired one: nothing
+    # needs pinning.
+    property_loads_skip_routing = False
+    attribute_load_pin = None
 
     def bytecode_of(self, code):
         bytecode = super().bytecode_of(code)
