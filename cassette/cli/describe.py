@@ -113,7 +113,11 @@ def short_repr(value, width=WIDTH):
     kind = type(value)
     if kind is float or kind is int and -10 ** 30 < value < 10 ** 30:
         return repr(value)                  # the commonest, and always short
-    text = _repr(value, _DEPTH)
+    constant = _CONSTANT_REPRS.get(id(kind))
+    if constant is not None and constant[0]() is kind:
+        text = constant[1]                  # the next commonest: an instance of a class
+    else:
+        text = _repr(value, _DEPTH)
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
