@@ -498,9 +498,21 @@ def encode(code, rewritten):
 def decode(body, code):
     """The rewritten code of an entry body, for the original ``code``, or
     None when the body does not hold one."""
+    parts = _decoded_parts(body)
+    return None if parts is None else _rewritten_for(parts, code)
+
+
+def _decoded_parts(body):
+    """``(table, stored code)`` of an entry body, or None."""
     table, stored = _marshal_loads(body)
-    if type(stored) is not _CodeType:
-        return None
+    return (table, stored) if type(stored) is _CodeType else None
+
+
+def _rewritten_for(parts, code):
+    """The rewritten code ``parts`` hold, for the original ``code`` (its
+    constants that could not be stored put back), or None when they were
+    made for another code."""
+    table, stored = parts
     consts = list(stored.co_consts)
     originals = code.co_consts
     for index, kind, value in table:
@@ -561,16 +573,36 @@ _recent_bodies = {}
 _RECENT_BODIES_MAX = 256
 
 
+#: The same entries decoded, by the contents of their original code
+#: (:func:`_contents_key`): code made again from the same source is found
+#: here without the digest, whose marshalling and hashing of the code cost
+#: more than the lookup.
+_recent_parts = {}
+
+
+def _contents_key(code, kinds, passes):
+    """The key of ``_recent_parts``: equal code objects (the same
+    instructions, constants, names, lines and positions: what code equality
+    compares) of the same file and qualified name have the same entry
+    while the environment keeps its fingerprint."""
+    return (fingerprint(), code, code.co_filename, code.co_qualname, kinds, passes)
+
+
 def forget_recent():
     """Forget the entries kept in memory: loads read files again, as a new
     process does."""
     _recent_bodies.clear()
+    _recent_parts.clear()
 
 
-def _remember_body(digest, body):
+def _remember_body(digest, body, code, kinds, passes, parts=None):
     if len(_recent_bodies) >= _RECENT_BODIES_MAX:
         _recent_bodies.clear()
+        _recent_parts.clear()
     _recent_bodies[digest] = body
+    parts = parts or _decoded_parts(body)
+    if parts is not None:
+        _recent_parts[_contents_key(code, kinds, passes)] = parts
 
 
 def load(code, kinds, passes):
@@ -579,6 +611,12 @@ def load(code, kinds, passes):
     if _directory is None:
         return None
     try:
+        parts = _recent_parts.get(_contents_key(code, kinds, passes))
+        if parts is not None:
+            rewritten = _rewritten_for(parts, code)
+            if rewritten is not None:
+                STATS["hits"] += 1
+                return rewritten
         digest = entry_key(code, kinds, passes)
         if digest is None:
             STATS["uncacheable"] += 1
@@ -586,8 +624,10 @@ def load(code, kinds, passes):
         _last = (code, kinds, passes, digest)
         body = _recent_bodies.get(digest)
         if body is not None:
-            rewritten = decode(body, code)
+            parts = _decoded_parts(body)
+            rewritten = None if parts is None else _rewritten_for(parts, code)
             if rewritten is not None:
+                _remember_body(digest, body, code, kinds, passes, parts)
                 STATS["hits"] += 1
                 return rewritten
         path = path_for(digest)
@@ -606,9 +646,10 @@ def load(code, kinds, passes):
             body = data[_HEADER:]
             check = _blake2b(body, digest_size=_CHECK_SIZE).digest()
             if check == data[_HEADER - _CHECK_SIZE:_HEADER]:
-                rewritten = decode(body, code)
+                parts = _decoded_parts(body)
+                rewritten = None if parts is None else _rewritten_for(parts, code)
                 if rewritten is not None:
-                    _remember_body(digest, body)
+                    _remember_body(digest, body, code, kinds, passes, parts)
     except Exception:
         rewritten = None
     if rewritten is None:
@@ -694,7 +735,7 @@ def store(code, kinds, passes, rewritten):
         bucket = _bucket_of(digest)
         _ensure_bucket(bucket)
         _write_atomically(path, b"".join((MAGIC, digest, check, body)))
-        _remember_body(digest, body)
+        _remember_body(digest, body, code, kinds, passes)
         _can_store = True
         STATS["stores"] += 1
         _stores += 1

@@ -59,6 +59,7 @@ from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 _HEAPTYPE = callables.HEAPTYPE_FLAG
 _TYPE_SUBCLASS = callables.TYPE_SUBCLASS_FLAG
+_DESCRIPTOR_METHODS = callables.DESCRIPTOR_METHODS
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 _BuiltinFunctionType = types.BuiltinFunctionType
@@ -69,7 +70,7 @@ _WrapperDescriptorType = types.WrapperDescriptorType
 
 _route = None               # the core's routing primitive, once installed
 _modules_seen = -1          # len(sys.modules) at the last process scan
-_class_seen = _note_class_seen = None
+_class_seen = _note_class_seen = _type_defines = None
 #: Module functions the interpreter calls itself: in every module, and in
 #: particular ones (the import system's, the warnings machinery's, pickling's,
 #: typing's and asyncio's, which C code calls by name; the standard codec
@@ -130,12 +131,15 @@ METHODS_CALLED_BY_NAME = frozenset({
 })
 
 
-def install(route, class_seen, note_class_seen):
+def install(route, class_seen, note_class_seen, type_defines):
     """Install the core's primitives: ``route(function, protocol)`` routes
     one Python function; ``class_seen(cls)`` and ``note_class_seen(cls)``
-    remember which versions of classes were routed already."""
-    global _route, _class_seen, _note_class_seen
+    remember which versions of classes were routed already;
+    ``type_defines(cls, names)`` tells whether the MRO of ``cls`` defines
+    one of ``names`` (the interpreter's cached lookup)."""
+    global _route, _class_seen, _note_class_seen, _type_defines
     _route, _class_seen, _note_class_seen = route, class_seen, note_class_seen
+    _type_defines = type_defines
 
 
 #: The names under which routing met a property with a Python getter (never
@@ -199,7 +203,7 @@ def _route_own_entries(klass):
             _route_function(value.fget, True)
             _route_function(value.fset, True)
             _route_function(value.fdel, True)
-        elif _is_descriptor_class(kind):
+        elif _type_defines(kind, _DESCRIPTOR_METHODS):
             if callables.type_flags(kind) & _HEAPTYPE:
                 # A descriptor of a Python class: the interpreter calls its
                 # __get__/__set__/__delete__.
@@ -210,24 +214,6 @@ def _route_own_entries(klass):
                 _route_function(wrapped, True)
 
 
-def _is_descriptor_class(kind):
-    known = _descriptor_classes.get(kind)
-    if known is not None:
-        return known
-    answer = any(callables.lookup_on_type(kind, name) is not None
-                 for name in callables.DESCRIPTOR_METHODS)
-    if callables.is_unchangeable(kind):
-        # A class that cannot change (str, NoneType, getset_descriptor …):
-        # every new class's namespace holds some, so the answer is kept.
-        if len(_descriptor_classes) >= 1024:
-            _descriptor_classes.clear()
-        _descriptor_classes[kind] = answer
-    return answer
-
-
-_descriptor_classes = {}
-
-
 def route_class(cls):
     """Route the functions the interpreter may call implicitly for ``cls``,
     its instances and its subclasses' ``class`` statements (its MRO's and
@@ -235,7 +221,9 @@ def route_class(cls):
     if _route is None:
         return
     for klass in callables.computed_mro(cls) or (cls,):
-        if callables.type_flags(klass) & _HEAPTYPE and not _is_library_class(klass):
+        # (Seen first: the commonest answer, and the core's cheapest.)
+        if (not _class_seen(klass) and callables.type_flags(klass) & _HEAPTYPE
+                and not _is_library_class(klass)):
             _route_own_entries(klass)
     metaclass = type(cls)
     if metaclass is not type:

@@ -762,3 +762,30 @@ def test_entries_read_or_written_lately_are_served_without_a_file(cache):
     assert diskcache.STATS["hits"] == hits + 1
     diskcache.forget_recent()
     assert diskcache.load(code, ALL, ()) is None       # as a new process: no file, a miss
+
+
+def test_equal_code_made_again_is_served_from_memory_with_its_own_constants(cache, monkeypatch):
+    """Code made again from the same source (``exec`` of generated code, as
+    dataclasses and namedtuple do) finds its entry by its contents, without
+    the digest, and gets its own constants back, not those of the code the
+    entry was made for; code of another file does not."""
+    source = "def made(x):\n    return [lambda: x + i for i in range(3)]\n"
+
+    def compiled(filename="<generated>"):
+        namespace = {}
+        exec(compile(source, filename, "exec"), namespace)
+        return namespace["made"].__code__
+
+    first, second = compiled(), compiled()
+    assert first == second and first is not second
+    diskcache.store(first, ALL, (), rewrite._rewritten_code(first, ALL, (), None))
+    with monkeypatch.context() as patched:
+        patched.setattr(diskcache, "entry_key", lambda *args: pytest.fail("digest computed"))
+        loaded = diskcache.load(second, ALL, ())
+    assert loaded == rewrite._rewritten_code(second, ALL, (), None)
+    nested = [c for c in second.co_consts if type(c) is type(second)]
+    assert nested and all(any(c is n for c in loaded.co_consts) for n in nested)
+    assert not any(c is n for c in loaded.co_consts for n in first.co_consts
+                   if type(n) is type(first))
+    assert diskcache.load(compiled("<elsewhere>"), ALL, ()) is None
+    assert diskcache.STATS["misses"] == 1

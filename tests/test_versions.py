@@ -77,3 +77,51 @@ def test_the_attribute_loads_a_layer_finds_are_those_dis_shows():
     assert len(expected) == 300 - len(range(0, 300, 7))
     assert any(instr.opname == "EXTENDED_ARG" for instr in dis.get_instructions(code))
     assert versions.LAYER.plain_attribute_loads(code) == expected
+
+
+def _stores_or_deletes_by_dis(code, name):
+    """``rebinds_local``'s answer read from ``dis``: an instruction storing
+    or deleting a fast local names it (a store fused with a load, 3.13+,
+    names its stored local first)."""
+    import dis
+    for instruction in dis.get_instructions(code):
+        if instruction.opname.startswith(("STORE_FAST", "DELETE_FAST", "LOAD_FAST_AND_CLEAR")):
+            names = instruction.argval
+            if instruction.opname == "STORE_FAST_LOAD_FAST":
+                names = names[0]
+            if name == names or (type(names) is tuple and name in names):
+                return True
+    return False
+
+
+def _code_objects(code):
+    yield code
+    for constant in code.co_consts:
+        if isinstance(constant, type(code)):
+            yield from _code_objects(constant)
+
+
+def test_rebinds_local_answers_as_dis_reads_the_instructions():
+    """The version layer reads stores from the raw instructions (the
+    constructor path asks it of every new ``__init__``): for every local of
+    every function of a few standard modules — fused stores and loads,
+    comprehensions, ``del``, ``EXTENDED_ARG`` — it answers as ``dis`` does."""
+    many = "def many(a):\n" + "".join(f"    v{i} = a\n" for i in range(300)) + \
+        "    a = v299\n    return [x + 1 for x in a]\n"
+    namespace = {}
+    exec(compile(many, "<many locals>", "exec"), namespace)
+    codes = list(_code_objects(namespace["many"].__code__))
+    for module in ("dataclasses", "email.message", "argparse", "pydoc"):
+        path = importlib.import_module(module).__file__
+        with open(path, encoding="utf-8") as file:
+            codes += _code_objects(compile(file.read(), path, "exec"))
+    asked = rebound = 0
+    for code in codes:
+        for name in code.co_varnames + ("not_a_local",):
+            expected = _stores_or_deletes_by_dis(code, name)
+            assert versions.LAYER.rebinds_local(code, name) == expected, (code, name)
+            asked += 1
+            rebound += expected
+    assert asked > 2000 and 0 < rebound < asked
+    assert versions.LAYER.rebinds_local(namespace["many"].__code__, "a")       # past EXTENDED_ARG
+    assert not versions.LAYER.rebinds_local((lambda a, b: [a + x for x in b]).__code__, "b")

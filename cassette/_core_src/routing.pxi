@@ -125,6 +125,19 @@ def frame_runtime(frame):
     return cassette_frame_runtime(frame)
 
 
+def type_defines(kind, tuple names):
+    """True when the MRO of class ``kind`` defines one of ``names`` (str),
+    read as the interpreter reads it (``_PyType_Lookup``: the class cache,
+    no code of the program run)."""
+    cdef PyTypeObject *tp = <PyTypeObject *>kind
+    if not isinstance(kind, type):
+        raise TypeError("type_defines() needs a class")
+    for name in names:
+        if cassette_type_lookup(tp, name) is not NULL:
+            return True
+    return False
+
+
 def class_seen(cls):
     """True when this version of ``cls`` was noted by :func:`note_class_seen`."""
     return bool(cassette_class_seen(<PyTypeObject *>cls))
