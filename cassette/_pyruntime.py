@@ -167,10 +167,11 @@ class Runtime:
                 inner = self.resolve(callee)
                 return f if inner is callee else _MethodType(inner, owner)
         if callables.is_stable(f):
-            target = self._resolved.get(f)
+            key = callables.resolution_key(f)
+            target = self._resolved.get(key)
             if target is None:
                 target = self._target(f)
-                self._keep(self._resolved, f, target)
+                self._keep(self._resolved, key, target)
             return target
         return self._target(f)
 
@@ -435,7 +436,7 @@ class Runtime:
 
     def call(self, f, /, *args, **kwargs):
         """Call ``f`` as an operation of this context."""
-        return self.resolve(f)(*args, **kwargs)
+        return callables.call(self.resolve(f), args, kwargs)
 
     # -- the protocol of one operation (reference §3.2) --------------------------
 
@@ -443,8 +444,8 @@ class Runtime:
         """Call a handler; under a nested overdub the enclosing context
         intercepts it like any other code."""
         if self.parent is not None:
-            return self.parent.resolve(handler)(*args, **kwargs)
-        return handler(*args, **kwargs)
+            return callables.call(self.parent.resolve(handler), args, kwargs)
+        return callables.call(handler, args, kwargs)
 
     @callables.acts_for_program
     def operate(self, plan, callee, body, primitive, args, kwargs, operation=None):
@@ -473,7 +474,7 @@ class Runtime:
                 if ((handler is not None or (self._tagging and _any_tagged(args)))
                         and operation is not None
                         and engine.operation_has_body(operation, args)):
-                    out = primitive(*args, **kwargs)
+                    out = callables.call(primitive, args, kwargs)
                 elif handler is not None:
                     out = self.invoke(handler, ctx, callee, *args, **kwargs)
                 else:
@@ -481,7 +482,7 @@ class Runtime:
                     if self._tagging:
                         out = dispatch.tagging_fallback(ctx, callee, target, args, kwargs)
                     else:
-                        out = target(*args, **kwargs)
+                        out = callables.call(target, args, kwargs)
         selector = plan.posthook
         if selector is not None:
             handler = selector.unconditional or selector.select(ctx, args)
@@ -614,7 +615,7 @@ class DropSelf:
     @callables.acts_for_program
     def __call__(self, _self, /, *args, **kwargs):
         try:
-            return self.target(*args, **kwargs)
+            return callables.call(self.target, args, kwargs)
         except BaseException as exception:
             _drop_library_entries(exception)
             raise

@@ -698,6 +698,26 @@ _KINDS_DECIDED_APART = frozenset({
 })
 
 
+def call(f, args, kwargs):
+    """``f(*args, **kwargs)`` as the call that gave ``args`` and ``kwargs``
+    would make it: without keywords at all when there are none.  A C
+    function taking keywords tells an empty dictionary from none
+    (``xxsubtype.spamlist.staticmeth`` returns what it was given)."""
+    return f(*args, **kwargs) if kwargs else f(*args)
+
+
+def resolution_key(f):
+    """The key a runtime caches the target of ``f`` under: ``f``, and for
+    a builtin its name too.  Builtins compare equal when they share their C
+    function and their self, also when one is a class method and the other
+    a static method (``xxsubtype.spamlist``'s ``classmeth`` and
+    ``staticmeth``), which the interpreter calls differently.  (The Cython
+    core adds the method definition itself, which a name stands for.)"""
+    if type(f) is types.BuiltinFunctionType or type(f) is BuiltinCMethodType:
+        return (f, f.__name__)
+    return f
+
+
 def is_stable(f):
     """True when decisions about ``f`` may be cached by its identity: it is
     not a short-lived bound object, holds no user data that caching it would

@@ -331,8 +331,8 @@ def call_shim(runtime, shim, obj, /, *args, **kwargs):
     try:
         method = tagged_method(runtime, obj, shim.__name__)
         if method is None:
-            return shim(obj, *args, **kwargs)
-        return method(obj, *args, **kwargs)
+            return callables.call(shim, (obj, *args), kwargs)
+        return callables.call(method, (obj, *args), kwargs)
     except BaseException as exception:
         callables.drop_library_entries(exception)
         raise

@@ -126,6 +126,18 @@ cdef object _builtin_name(object f):
     return name
 
 
+cdef inline object _resolved_key(object f, object tp):
+    """The key of ``Runtime._resolved`` for ``f`` of type ``tp``
+    (callables.resolution_key's rule): ``f``, and for a builtin its method
+    definition too.  Builtins compare equal when they share their C
+    function and their self, also when one is a class method and the other
+    a static method (``xxsubtype.spamlist``'s ``classmeth`` and
+    ``staticmeth``), which the interpreter calls differently."""
+    if tp is BuiltinFunctionType or tp is _BuiltinCMethodType:
+        return (f, PyLong_FromVoidPtr(cassette_builtin_def(f)))
+    return f
+
+
 @cython.final
 cdef class FunctionEntry:
     """A cached decision about a Python function, valid while the function's
@@ -692,7 +704,7 @@ cdef class Runtime:
                     and not cassette_builtin_bound_to_instance(f))
                 or cassette_class_hashed_as_type(f) or cassette_hashed_by_identity(f)):
             # (A builtin bound to an instance is never stable, never kept.)
-            hit = PyDict_GetItemWithError(self._resolved, f)
+            hit = PyDict_GetItemWithError(self._resolved, _resolved_key(f, tp))
             if hit is not NULL:
                 self._remember(slot, f, <object>hit, None)
                 return <object>hit
@@ -707,7 +719,7 @@ cdef class Runtime:
                         target = (f if inner is <object>descriptor
                                   else PyMethod_New(inner, <object>PyCFunction_GET_SELF(f)))
                         # Bound to a class: equal to every binding of it.
-                        self._keep(self._resolved, f, target)
+                        self._keep(self._resolved, _resolved_key(f, tp), target)
                         return target
                     if inner is <object>descriptor:
                         return f
@@ -751,7 +763,7 @@ cdef class Runtime:
         if known_primitive and not _may_be_module_global(f):
             return target       # what callables.is_stable would say, known here
         if type(f) is type or _is_stable(f):        # (a class: stable, known here)
-            self._keep(self._resolved, f, target)
+            self._keep(self._resolved, _resolved_key(f, tp), target)
         return target
 
     cdef object _instance_call(self, f, tp):
