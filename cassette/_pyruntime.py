@@ -436,7 +436,9 @@ class Runtime:
 
     def call(self, f, /, *args, **kwargs):
         """Call ``f`` as an operation of this context."""
-        return callables.call(self.resolve(f), args, kwargs)
+        target = self.resolve(f)
+        # (No keywords at all when there are none: see engine.py's call_shim.)
+        return target(*args, **kwargs) if kwargs else target(*args)
 
     # -- the protocol of one operation (reference §3.2) --------------------------
 
@@ -444,8 +446,8 @@ class Runtime:
         """Call a handler; under a nested overdub the enclosing context
         intercepts it like any other code."""
         if self.parent is not None:
-            return callables.call(self.parent.resolve(handler), args, kwargs)
-        return callables.call(handler, args, kwargs)
+            handler = self.parent.resolve(handler)
+        return handler(*args, **kwargs) if kwargs else handler(*args)
 
     @callables.acts_for_program
     def operate(self, plan, callee, body, primitive, args, kwargs, operation=None):
@@ -474,7 +476,7 @@ class Runtime:
                 if ((handler is not None or (self._tagging and _any_tagged(args)))
                         and operation is not None
                         and engine.operation_has_body(operation, args)):
-                    out = callables.call(primitive, args, kwargs)
+                    out = primitive(*args, **kwargs) if kwargs else primitive(*args)
                 elif handler is not None:
                     out = self.invoke(handler, ctx, callee, *args, **kwargs)
                 else:
@@ -482,7 +484,7 @@ class Runtime:
                     if self._tagging:
                         out = dispatch.tagging_fallback(ctx, callee, target, args, kwargs)
                     else:
-                        out = callables.call(target, args, kwargs)
+                        out = target(*args, **kwargs) if kwargs else target(*args)
         selector = plan.posthook
         if selector is not None:
             handler = selector.unconditional or selector.select(ctx, args)
@@ -615,7 +617,7 @@ class DropSelf:
     @callables.acts_for_program
     def __call__(self, _self, /, *args, **kwargs):
         try:
-            return callables.call(self.target, args, kwargs)
+            return self.target(*args, **kwargs) if kwargs else self.target(*args)
         except BaseException as exception:
             _drop_library_entries(exception)
             raise

@@ -698,14 +698,6 @@ _KINDS_DECIDED_APART = frozenset({
 })
 
 
-def call(f, args, kwargs):
-    """``f(*args, **kwargs)`` as the call that gave ``args`` and ``kwargs``
-    would make it: without keywords at all when there are none.  A C
-    function taking keywords tells an empty dictionary from none
-    (``xxsubtype.spamlist.staticmeth`` returns what it was given)."""
-    return f(*args, **kwargs) if kwargs else f(*args)
-
-
 def resolution_key(f):
     """The key a runtime caches the target of ``f`` under: ``f``, and for
     a builtin its name too.  Builtins compare equal when they share their C

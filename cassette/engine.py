@@ -330,9 +330,13 @@ def call_shim(runtime, shim, obj, /, *args, **kwargs):
     for any other, the shim (which acts on the primal value)."""
     try:
         method = tagged_method(runtime, obj, shim.__name__)
+        # A call that passed no keywords passes none on, not an empty
+        # dictionary: a C function taking keywords tells the two apart
+        # (xxsubtype.spamlist.staticmeth returns what it was given).  The
+        # runtimes and the propagators forward calls the same way.
         if method is None:
-            return callables.call(shim, (obj, *args), kwargs)
-        return callables.call(method, (obj, *args), kwargs)
+            method = shim
+        return method(obj, *args, **kwargs) if kwargs else method(obj, *args)
     except BaseException as exception:
         callables.drop_library_entries(exception)
         raise

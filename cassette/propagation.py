@@ -44,7 +44,7 @@ import sys
 import types
 import weakref
 
-from . import callables, dispatch, tagging
+from . import dispatch, tagging
 from ._singletons import NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_VALUE_SLOT
 from .tagging import Meta, TaggedMeta, allowed_metadata, make_tagged, tag_of
 # Propagation calls the program's primitives (which may call back into its
@@ -716,7 +716,7 @@ def fallback(ctx, callee, primitive, args, kwargs):
             args = _untag_all(args, tag)
         if kwargs and any(tag_of(v) is tag for v in kwargs.values()):
             kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
-        return callables.call(primitive, args, kwargs)
+        return primitive(*args, **kwargs) if kwargs else primitive(*args)
     return propagate(ctx, primitive, args, kwargs or {})
 
 
@@ -973,13 +973,13 @@ def _resyncing(ctx, primitive, args, kwargs):
     record = None if container is None else _record(cache, container)
     sources = [r for r in (_record(cache, a) for a in args[1:]) if r is not None]
     if record is None and not sources:
-        return callables.call(primitive, args, kwargs)
+        return primitive(*args, **kwargs) if kwargs else primitive(*args)
     pool = list(_sequence_parts(record, container)) if (
         record is not None and isinstance(container, list) and record.items is not None) else []
     for source, value in ((r, a) for a in args[1:] for r in [_record(cache, a)] if r):
         if isinstance(value, (list, tuple)) and source.items is not None:
             pool += _sequence_parts(source, value)
-    out = callables.call(primitive, args, kwargs)
+    out = primitive(*args, **kwargs) if kwargs else primitive(*args)
     if isinstance(container, list) and pool:
         target = record if record is not None else _new_record(cache, container)
         target.items = [p for p in pool if p is not None]
@@ -995,7 +995,7 @@ def _copying(ctx, primitive, args, kwargs):
     tag = ctx.tag
     args = _untag_all(args, tag)
     kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
-    out = callables.call(primitive, args, kwargs)
+    out = primitive(*args, **kwargs) if kwargs else primitive(*args)
     if type(out) not in (list, tuple, dict, set):
         return out
     cache = _cache(ctx)

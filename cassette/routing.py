@@ -60,6 +60,7 @@ from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 _HEAPTYPE = callables.HEAPTYPE_FLAG
 _TYPE_SUBCLASS = callables.TYPE_SUBCLASS_FLAG
 _DESCRIPTOR_METHODS = callables.DESCRIPTOR_METHODS
+_WRAPPER_DEPTH = 16
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 _BuiltinFunctionType = types.BuiltinFunctionType
@@ -258,7 +259,13 @@ def route_argument(value):
     elif kind is _partial:
         route_argument(value.func)
     elif kind is _MethodWrapperType:
-        route_argument(value.__self__)      # f.__call__ calls f
+        # f.__call__ calls f: route what a chain of them ends at, looked
+        # through as deep as the core looks (CASSETTE_WRAPPER_DEPTH).
+        for _ in range(_WRAPPER_DEPTH):
+            value = value.__self__
+            if type(value) is not _MethodWrapperType:
+                route_argument(value)
+                break
 
 
 def route_annotate(owner):

@@ -226,7 +226,8 @@ def _method_shims(primal_type):
 def _shim(name, method):
     def shim(self, /, *args, **kwargs):
         value = object.__getattribute__(self, _VALUE)
-        return _callables.call(getattr(value, name), args, kwargs)
+        method = getattr(value, name)
+        return method(*args, **kwargs) if kwargs else method(*args)
     shim.__name__ = shim.__qualname__ = name
     shim._cassette_method = method
     return shim
@@ -292,7 +293,8 @@ class Tagged(metaclass=TaggedMeta):
         return bool(object.__getattribute__(self, _VALUE))
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _callables.call(object.__getattribute__(self, _VALUE), args, kwargs)
+        value = object.__getattribute__(self, _VALUE)
+        return value(*args, **kwargs) if kwargs else value(*args)
 
     def __copy__(self):
         return _copy.copy(object.__getattribute__(self, _VALUE))

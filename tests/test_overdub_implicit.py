@@ -834,3 +834,41 @@ def test_a_routed_function_standing_in_for_cassettes_own_is_not_redirected(tmp_p
 
 def program_plain(x):
     return (x + 1) * 2
+
+
+def _through_wrappers(depth):
+    def double(x):
+        seen("double")
+        return 2 * x
+
+    f = double
+    for _ in range(depth):
+        f = f.__call__          # each a method-wrapper of the one before
+    return list(map(f, [1, 2, 3]))
+
+
+@pytest.mark.parametrize("depth", [1, 3])
+def test_a_function_behind_method_wrappers_runs_overdubbed(depth):
+    """``map`` calling ``f.__call__.__call__…`` calls ``f``: the core routes
+    what a chain of method-wrappers ends at."""
+    assert _through_wrappers(depth) == [2, 4, 6]
+    ctx = Observer(metadata=[])
+    assert cassette.overdub(ctx, _through_wrappers, depth) == [2, 4, 6]
+    assert ctx.metadata.count(("seen", "double")) == (0 if PURE else 3)
+
+
+def _deepen(depth):
+    f = lambda: None  # noqa: E731
+    for _ in range(depth):
+        f = f.__call__
+    return type(f).__name__, f()
+
+
+def test_a_chain_of_method_wrappers_deepened_in_a_loop():
+    """test_descr's test_wrapper_segfault deepens ``f = f.__call__`` a million
+    times; each step is an operation whose argument is the chain so far.
+    Routing looks through a bounded part of it (it looked through all of
+    it, recursively, and took minutes under a hook)."""
+    expected = _deepen(30000)
+    for ctx in (Observer(metadata=[]), Recorder(metadata=[])):
+        assert cassette.overdub(ctx, _deepen, 30000) == expected

@@ -334,7 +334,21 @@ static inline PyObject **cassette_routed_code_slot(PyObject *code) {
 }
 
 /* 0, or -1 with an exception set. */
+/* How deep a chain of method-wrappers (f.__call__.__call__ …) is looked
+   through for what it finally calls.  Deeper chains (test_descr makes
+   one a million deep) are routed only as far as this: looking through
+   all of one per operation would make a loop that deepens it quadratic. */
+#define CASSETTE_WRAPPER_DEPTH 16
+
 static int cassette_route_one(PyObject *arg) {
+    if (Py_TYPE(arg) == cassette_method_wrapper_type) {
+        /* f.__call__ calls f: route what the chain ends at. */
+        for (int depth = 0; depth < CASSETTE_WRAPPER_DEPTH; depth++) {
+            arg = cassette_method_wrapper_self(arg);        /* (borrowed) */
+            if (arg == NULL || Py_TYPE(arg) != cassette_method_wrapper_type) break;
+        }
+        if (arg == NULL || Py_TYPE(arg) == cassette_method_wrapper_type) return 0;
+    }
     PyTypeObject *tp = Py_TYPE(arg);
     PyTypeObject *cls = NULL;   /* the class to note as seen */
     PyObject **routed_code = NULL;
@@ -361,7 +375,7 @@ static int cassette_route_one(PyObject *arg) {
     } else if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) {
         if (cassette_class_seen(tp)) return 0;
         cls = tp;
-    } else if (tp != cassette_partial_type && tp != cassette_method_wrapper_type) {
+    } else if (tp != cassette_partial_type) {
         return 0;
     }
     if (cassette_route_argument == NULL) return 0;
