@@ -126,6 +126,13 @@ cdef object _builtin_name(object f):
     return name
 
 
+# The builtin itself, called: Cython compiles ``next(x, d)`` to code of its
+# own, whose TypeError for a non-iterator is worded differently from the
+# interpreter's ("range object is not an iterator", without the quotes).
+import builtins as _builtins_module
+cdef object _builtin_next = _builtins_module.next
+
+
 cdef inline object _resolved_key(object f, object tp):
     """The key of ``Runtime._resolved`` for ``f`` of type ``tp``
     (callables.resolution_key's rule): ``f``, and for a builtin its method
@@ -965,7 +972,7 @@ cdef class Runtime:
         if site is None:
             site = self._next_site = OperationSite(self, "next")
         if site.refresh() or site.runs_directly(iterator):
-            return next(iterator, _EXHAUSTED)
+            return _builtin_next(iterator, _EXHAUSTED)
         try:
             return site._call1(iterator)
         except StopIteration:
