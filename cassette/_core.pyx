@@ -24,6 +24,7 @@ from libc.string cimport memset
 from cpython.dict cimport PyDict_Size
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.list cimport PyList_GET_ITEM
+from cpython.iterator cimport PyIter_Check
 
 import functools
 import operator

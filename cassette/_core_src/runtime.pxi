@@ -126,8 +126,8 @@ cdef object _builtin_name(object f):
     return name
 
 
-# The builtin itself, called: Cython compiles ``next(x, d)`` to code of its
-# own, whose TypeError for a non-iterator is worded differently from the
+# The builtin itself, called for a non-iterator: Cython compiles ``next(x,
+# d)`` to code of its own, whose TypeError is worded differently from the
 # interpreter's ("range object is not an iterator", without the quotes).
 import builtins as _builtins_module
 cdef object _builtin_next = _builtins_module.next
@@ -972,7 +972,9 @@ cdef class Runtime:
         if site is None:
             site = self._next_site = OperationSite(self, "next")
         if site.refresh() or site.runs_directly(iterator):
-            return _builtin_next(iterator, _EXHAUSTED)
+            if PyIter_Check(iterator):
+                return next(iterator, _EXHAUSTED)
+            return _builtin_next(iterator, _EXHAUSTED)      # (its error)
         try:
             return site._call1(iterator)
         except StopIteration:
