@@ -190,40 +190,14 @@ class JsonTrace(TraceRecording):
         super().__init__(session, thread_name)
         self.thread = "" if not self.prefix else f', "thread": {_json_string(thread_name)}'
 
-    # enter and leave as TraceRecording's, with started and ended written in
-    # (the hot path: two events of every call shown).
-    def enter(self, f, args, kwargs, caller, top):
-        depth = top[DEPTH] + 1
-        if not top[OPEN]:
-            self.stack.append([f, caller, caller.f_lasti, depth, False, False, None])
-            return
-        verdict = self.verdicts.get(f.__code__ if type(f) is _FunctionType else id(f))
-        if verdict is None:
-            verdict = self.filters.verdict(f)
-        shown, opens = verdict[4], not verdict[5]
-        max_depth = self.filters.depth
-        if max_depth is not None:
-            shown = shown and depth <= max_depth
-            opens = opens and depth < max_depth
-        name = verdict[6]
-        self.stack.append([f, caller, caller.f_lasti, depth, shown, opens, name])
-        if shown:
-            arguments = ", ".join([_json_string(short_repr(a)) for a in args])
-            if kwargs:
-                arguments = ", ".join([arguments] * bool(args) + [
-                    _json_string(f"{k}={short_repr(v)}") for k, v in kwargs.items()])
-            self.write(f',\n{{"event": "call", "depth": {depth}, "name": {name}, '
-                       f'"args": [{arguments}], {verdict[7]}{self.thread}}}')
-
-    def leave(self, output, f):
-        entry = self.stack.pop()
-        if entry[0] is not f:
-            entry = self.close_through(f, entry)
-            if entry is None:
-                return
-        if entry[SHOWN]:
-            self.write(f',\n{{"event": "return", "depth": {entry[DEPTH]}, "name": {entry[PENDING]}, '
-                       f'"value": {_json_string(short_repr(output))}{self.thread}}}')
+    def started(self, entry, verdict, args, kwargs):
+        arguments = ", ".join([_json_string(short_repr(a)) for a in args])
+        if kwargs:
+            arguments = ", ".join([arguments] * bool(args) + [
+                _json_string(f"{k}={short_repr(v)}") for k, v in kwargs.items()])
+        entry[PENDING] = verdict[6]
+        self.write(f',\n{{"event": "call", "depth": {entry[DEPTH]}, "name": {verdict[6]}, '
+                   f'"args": [{arguments}], {verdict[7]}{self.thread}}}')
 
     def ended(self, entry, value, raised):
         if raised is None:
