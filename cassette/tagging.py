@@ -226,8 +226,8 @@ def _method_shims(primal_type):
 def _shim(name, method):
     def shim(self, /, *args, **kwargs):
         value = object.__getattribute__(self, _VALUE)
-        method = getattr(value, name)
-        return method(*args, **kwargs) if kwargs else method(*args)
+        bound = getattr(value, name)
+        return bound(*args, **kwargs) if kwargs else bound(*args)
     shim.__name__ = shim.__qualname__ = name
     shim._cassette_method = method
     return shim

@@ -333,13 +333,13 @@ static inline PyObject **cassette_routed_code_slot(PyObject *code) {
                                   >> (64 - CASSETTE_ROUTED_CODES_BITS)];
 }
 
-/* 0, or -1 with an exception set. */
 /* How deep a chain of method-wrappers (f.__call__.__call__ …) is looked
    through for what it finally calls.  Deeper chains (test_descr makes
    one a million deep) are routed only as far as this: looking through
    all of one per operation would make a loop that deepens it quadratic. */
 #define CASSETTE_WRAPPER_DEPTH 16
 
+/* 0, or -1 with an exception set. */
 static int cassette_route_one(PyObject *arg) {
     if (Py_TYPE(arg) == cassette_method_wrapper_type) {
         /* f.__call__ calls f: route what the chain ends at. */

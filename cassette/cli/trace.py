@@ -191,13 +191,12 @@ class JsonTrace(TraceRecording):
         self.thread = "" if not self.prefix else f', "thread": {_json_string(thread_name)}'
 
     def started(self, entry, verdict, args, kwargs):
-        arguments = ", ".join([_json_string(short_repr(a)) for a in args])
+        arguments = [_json_string(short_repr(a)) for a in args]
         if kwargs:
-            arguments = ", ".join([arguments] * bool(args) + [
-                _json_string(f"{k}={short_repr(v)}") for k, v in kwargs.items()])
+            arguments += [_json_string(f"{k}={short_repr(v)}") for k, v in kwargs.items()]
         entry[PENDING] = verdict[6]
         self.write(f',\n{{"event": "call", "depth": {entry[DEPTH]}, "name": {verdict[6]}, '
-                   f'"args": [{arguments}], {verdict[7]}{self.thread}}}')
+                   f'"args": [{", ".join(arguments)}], {verdict[7]}{self.thread}}}')
 
     def ended(self, entry, value, raised):
         if raised is None:

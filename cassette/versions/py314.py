@@ -10,7 +10,7 @@ import dis
 from bytecode import CellVar, ConcreteBytecode, ConcreteInstr, Instr
 from bytecode.instr import SpecialMethod
 
-from .common import Site, StackTag
+from .common import _EXTENDED_ARG, Site, StackTag
 from .py313 import Layer313
 from .._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
@@ -36,7 +36,6 @@ class Interpolation(Instr):
 
 
 _LOAD_ATTR = bytes([dis.opmap["LOAD_ATTR"]])
-_EXTENDED_ARG = dis.opmap["EXTENDED_ARG"]
 
 
 class Layer314(Layer313):
