@@ -318,16 +318,32 @@ def mounted(root, paths):
     The mounts stay when the block ends: another dev.py run (a second
     checkout's tests, CI beside a session) may be using the same root, and
     unmounting ``/proc`` or ``/tmp`` from under it breaks its interpreters.
-    A mount already there is reused."""
+    A mount already there is reused if it still shows ``path``; one left by
+    a run whose checkout was deleted since and cloned again at the same
+    path shows the deleted directory (where nothing can be created), so it
+    is replaced."""
     present = mount_points()
     for path in paths:
         target = root / path.relative_to("/")
         if str(target) in present:
-            continue
+            if same_file(path, target):
+                continue
+            say("dev.py: %s shows an older %s (deleted since); mounting it again"
+                % (target, path))
+            run(["umount", "--lazy", target])
         target.mkdir(parents=True, exist_ok=True)
         if run(["mount", "--bind", path, target]) != 0:
             raise DevError("could not bind-mount %s into %s" % (path, root))
     yield
+
+
+def same_file(a, b):
+    """Whether paths ``a`` and ``b`` are one file (a bind mount's two ends)."""
+    try:
+        first, second = os.stat(str(a)), os.stat(str(b))
+    except OSError:
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
 def unmount_all(root):
@@ -400,8 +416,12 @@ def ensure_venv(interp):
             shutil.rmtree(str(venv))
         say("dev.py: creating %s with %s (Python %s)"
             % (venv.relative_to(ROOT), interp.executable, interp.full_version))
-        if run(interp.command(interp.executable, "-m", "venv", venv)) != 0:
-            raise DevError("could not create %s" % venv)
+        made = subprocess.run(
+            [str(c) for c in interp.command(interp.executable, "-m", "venv", venv)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        if made.returncode != 0:
+            raise DevError("could not create %s: %s"
+                           % (venv, " | ".join(made.stdout.strip().split("\n")[-5:])))
         info = venv_info(interp, venv)
         if info is None:
             raise DevError("the new venv %s does not run" % venv)
@@ -461,12 +481,13 @@ def ensure_installed(interp, extras):
 
 
 class RunResult:
-    def __init__(self, label, passed=0, failed=0, skipped=0, note=""):
+    def __init__(self, label, passed=0, failed=0, skipped=0, note="", detail=""):
         self.label = label
         self.passed = passed
         self.failed = failed
         self.skipped = skipped
         self.note = note
+        self.detail = detail        # why a run could not start, whole
 
     @property
     def ok(self):
@@ -522,6 +543,9 @@ def print_summary(results):
     for row in rows:
         say("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[4])
     say()
+    # Repeated here, at the end, because a log is often read from its tail.
+    for detail in sorted({r.detail for r in results if r.detail}):
+        say("dev.py: ERROR: %s" % detail)
     # The closing line CI reads: exactly "N passed, M failed", last of all.
     say("%d passed, %d failed" % (sum(r.passed for r in results),
                                  sum(r.failed for r in results)))
@@ -619,7 +643,8 @@ def run_versions(versions, jobs, pytest_args, mounts):
             say("dev.py: ERROR: %s" % exc)
             for core, _ in RUN_KINDS:
                 failed[len(runs) + len(failed)] = RunResult(
-                    "%s %s" % (version, core), failed=1, note=str(exc).split(":")[0])
+                    "%s %s" % (version, core), failed=1, note=str(exc).split(":")[0],
+                    detail=str(exc))
             continue
         for core, pure in RUN_KINDS:
             runs.append(("Python %s, %s core%s   (.venv/%s)" % (
