@@ -31,7 +31,7 @@ import operator
 import sys
 import types
 
-from cassette import callables, dispatch, engine, routing
+from cassette import callables, dispatch, engine, lifetimes, routing
 from cassette._singletons import (NoMetaData, OverdubInstead, TAGGED_DATA_SLOT, TAGGED_TAG_SLOT,
                                   TAGGED_VALUE_SLOT)
 from cassette.operations import ARRANGED_SITES, OPERATIONS, STRUCTURAL_SLOTS

@@ -12,7 +12,7 @@ import sys
 import types
 import weakref
 
-from . import callables, dispatch, engine, routing
+from . import callables, dispatch, engine, lifetimes, routing
 from ._singletons import OverdubInstead
 from .operations import ARRANGED_SITES, OPERATIONS, STRUCTURAL_SLOTS
 from .markers import EXHAUSTED
@@ -67,6 +67,7 @@ class Runtime:
         self.ctx = ctx
         self.parent = parent
         self._retained = True
+        self._holds_dynamic = False
         chain = [type(ctx)]
         outer = parent
         while outer is not None:
@@ -82,6 +83,10 @@ class Runtime:
         self._resolved = {}
         self._functions = {}
         self._closures = {}
+        # The entries (cache, key) kept for functions and classes the
+        # program can drop, forgotten with the closures' when a garbage
+        # collection starts (forget_dynamic, cassette.lifetimes).
+        self._dynamic = []
         self._bodies = {}
         self._slots = {}
         self._droppers = {}
@@ -109,11 +114,34 @@ class Runtime:
         """Cache again (the runtime is in use at top level)."""
         self._retained = True
 
-    def _keep(self, cache, key, value):
+    def _keep(self, cache, key, value, callee=None):
+        """Cache ``value`` under ``key``; ``callee``: what it was made for,
+        noted for :meth:`forget_dynamic` when the program can drop it."""
         if self._retained:
             if len(cache) >= CACHE_MAX:
                 cache.clear()
             cache[key] = value
+            if callee is not None and not callables.lives_with_its_module(callee):
+                if len(self._dynamic) >= CACHE_MAX:     # no collection for long
+                    self.forget_dynamic()
+                self._dynamic.append((cache, key))
+                self._note_holder()
+
+    def _note_holder(self):
+        if not self._holds_dynamic:
+            self._holds_dynamic = True
+            lifetimes.note_holder(self)
+
+    def forget_dynamic(self):
+        """Drop the entries kept for functions and classes the program can
+        drop, and the closures': a garbage collection is starting, which
+        must find the program's objects as unreachable as in a plain run
+        (``cassette.lifetimes``)."""
+        self._holds_dynamic = False
+        for cache, key in self._dynamic:
+            cache.pop(key, None)
+        self._dynamic = []
+        self._closures = {}
 
     # -- slots --------------------------------------------------------------
 
@@ -171,7 +199,7 @@ class Runtime:
             target = self._resolved.get(key)
             if target is None:
                 target = self._target(f)
-                self._keep(self._resolved, key, target)
+                self._keep(self._resolved, key, target, f)
             return target
         return self._target(f)
 
@@ -198,7 +226,7 @@ class Runtime:
             return target
         target = self._target(f)
         if f.__closure__ is None:
-            self._keep(self._functions, f, FunctionEntry(f, target))
+            self._keep(self._functions, f, FunctionEntry(f, target), f)
         elif (target is not f and type(target) is _FunctionType
                 and target.__closure__ is f.__closure__):  # the rewritten body
             self._keep_closure(key, f, target)
@@ -230,6 +258,7 @@ class Runtime:
                 del closures[key]
 
         closures[key] = FunctionEntry(f, target, weakref.ref(f, forget))
+        self._note_holder()
 
     def _resolve_partial(self, p):
         """A ``functools.partial`` (never cached: it holds the program's
@@ -265,7 +294,7 @@ class Runtime:
                     return self.resolve(descriptor)
             attribute = getattr(obj, name)
             if callables.is_stable(attribute):
-                return self._dropper(self.resolve(attribute))
+                return self._dropper(self.resolve(attribute), attribute)
             return DropSelf(self.resolve(attribute))
         except BaseException as exception:
             _drop_library_entries(exception)
@@ -288,7 +317,7 @@ class Runtime:
             if owner is not _NO_SELF:
                 return owner, self.resolve(callee)
         if callables.is_stable(bound):
-            return None, self._dropper(self.resolve(bound))
+            return None, self._dropper(self.resolve(bound), bound)
         return None, DropSelf(self.resolve(bound))
 
     @callables.acts_for_program
@@ -370,13 +399,13 @@ class Runtime:
 
     # -- what engine.target builds with ------------------------------------
 
-    def _dropper(self, target):
-        """A cached :class:`DropSelf` of ``target`` (only for targets of
-        stable callees, which :meth:`resolve` caches)."""
+    def _dropper(self, target, callee):
+        """A cached :class:`DropSelf` of ``target``, the target of
+        ``callee`` (only for stable callees, which :meth:`resolve` caches)."""
         dropper = self._droppers.get(id(target))
         if dropper is None or dropper.target is not target:
             dropper = DropSelf(target)
-            self._keep(self._droppers, id(target), dropper)
+            self._keep(self._droppers, id(target), dropper, callee)
         return dropper
 
     def _target(self, f):
@@ -390,7 +419,7 @@ class Runtime:
             return entry.target
         body = engine.function_running(self.bind(engine.template_of(function, self)), function)
         if function.__closure__ is None:
-            self._keep(self._bodies, function, FunctionEntry(function, body))
+            self._keep(self._bodies, function, FunctionEntry(function, body), function)
         return body
 
     def bind(self, template, escapes=False):

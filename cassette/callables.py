@@ -714,8 +714,10 @@ def is_stable(f):
     """True when decisions about ``f`` may be cached by its identity: it is
     not a short-lived bound object, holds no user data that caching it would
     keep alive (closures hold cells, partials their arguments) and hashing it
-    runs no Python code.  Runtimes still bound their caches: closure-free
-    lambdas and classes can be created at run time too."""
+    runs no Python code.  A class or closure-free function the program made
+    at run time is stable too: runtimes drop what they cached for those at
+    each garbage collection (:func:`lives_with_its_module`,
+    ``cassette.lifetimes``)."""
     kind = type(f)
     if kind is FunctionType:
         return f.__closure__ is None
@@ -736,6 +738,67 @@ def is_stable(f):
     if kind in _STABLE_TYPES:
         return True
     return hashed_by_identity(kind) and is_module_global(f)
+
+
+def lives_with_its_module(obj):
+    """True when ``obj``, a callee a runtime caches a decision for, lives as
+    long as a loaded module, so that the cache — and a target referring to
+    it — keeps alive nothing the program would have freed:
+
+    * a function whose globals are a loaded module's namespace and that no
+      call made (no ``<locals>`` in its qualified name);
+    * a static class, or one its module reaches by its qualified name
+      through the classes' own namespaces;
+    * a builtin bound to such a class, and every other callee (builtins,
+      method descriptors: the C types that own them live with their
+      modules).
+
+    A function ``exec`` made in a namespace of its own (``namedtuple``'s
+    ``__new__``), a local class, a class a call made (``namedtuple``
+    inside a function) and their builtins are not: the program can drop
+    them."""
+    kind = type(obj)
+    if kind is FunctionType:
+        return ("<locals>" not in obj.__qualname__
+                and is_module_namespace(obj.__globals__))
+    if kind is BuiltinMethodType or kind is BuiltinCMethodType:
+        owner = obj.__self__
+        return not is_class(owner) or lives_with_its_module(owner)
+    if not is_class(obj) or not type_flags(obj) & HEAPTYPE_FLAG:
+        return True
+    module = _loaded_module(static_attribute(obj, "__module__"))
+    qualname = static_attribute(obj, "__qualname__")
+    if module is None or type(qualname) is not str or "<locals>" in qualname:
+        return False
+    found = module
+    namespace = _MODULE_DICT(module)
+    for name in qualname.split("."):
+        if not is_class(found) and found is not module:
+            return False
+        found = namespace.get(name)
+        if found is None:
+            return False
+        if is_class(found):
+            namespace = class_dict(found)
+    return found is obj
+
+
+_MODULE_DICT = ModuleType.__dict__["__dict__"].__get__
+
+
+def is_module_namespace(namespace):
+    """True when ``namespace`` (a function's globals) is the ``__dict__``
+    of the loaded module it names."""
+    module = _loaded_module(dict.get(namespace, "__name__"))
+    return module is not None and _MODULE_DICT(module) is namespace
+
+
+def _loaded_module(name):
+    """The module ``sys.modules`` holds under ``name``, or None."""
+    if type(name) is not str:
+        return None
+    module = sys.modules.get(name)
+    return module if ModuleType in class_mro(type(module)) else None
 
 
 def is_unchangeable(cls):

@@ -11,6 +11,8 @@ most recently entered; nested runs release theirs when they end.
 import gc
 import weakref
 
+import pytest
+
 import cassette
 from cassette import entry
 
@@ -82,3 +84,118 @@ def test_a_generator_outlives_its_context_and_its_released_runtime():
     del generator, payload
     gc.collect()
     assert ref() is None
+
+
+# What the program makes at run time and drops dies as it does in a plain
+# run, under contexts that keep their caches between runs: caches hold
+# only functions and classes that live as long as their module
+# (callables.lives_with_its_module), and a cached target never keeps its
+# callee alive (callables.may_be_cached_weakly).  Each program returns
+# what it computed and whether what it dropped was collected.
+
+def function_made_by_exec_in_its_own_namespace():
+    namespace = {}
+    exec("def f(x):\n    return x + 1\n", namespace)
+    f = namespace["f"]
+    total = sum(f(i) for i in range(5)) + f(1) + f(2) + f(3)
+    ref = weakref.ref(f)
+    del f, namespace
+    gc.collect()
+    return total, ref() is None
+
+
+def generator_resurrected_by_its_namespace():
+    # CPython's test_generators.test_generator_resurrect: the namespace is
+    # garbage only if nothing else holds the function in it.
+    resurrected = []
+    exec("def gen():\n"
+         "    try:\n"
+         "        yield\n"
+         "    except:\n"
+         "        resurrected.append(g)\n"
+         "g = gen()\n"
+         "next(g)\n", {"resurrected": resurrected})
+    gc.collect()
+    return len(resurrected)
+
+
+def recursive_local_function():
+    def outer():
+        def walk(n):
+            return 0 if n == 0 else 1 + walk(n - 1)
+        return walk(5) + walk(3) + walk(2), weakref.ref(walk)
+    total, ref = outer()
+    gc.collect()
+    return total, ref() is None
+
+
+def namedtuple_made_in_a_call():
+    import collections
+    Point = collections.namedtuple("Point", "x y")
+    total = sum(Point(i, 2 * i).y for i in range(4))
+    ref = weakref.ref(Point)
+    del Point
+    gc.collect()
+    return total, ref() is None
+
+
+def dataclass_made_in_a_call():
+    # CPython's test_dataclasses.test_original_class_is_gced, in short.
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Pair:
+        x: int
+        y: int = 2
+
+        def total(self):
+            return self.x + self.y
+    total = sum(Pair(i).total() for i in range(4)) + (Pair(1) == Pair(1))
+    ref = weakref.ref(Pair)
+    del Pair
+    gc.collect()
+    return total, ref() is None
+
+
+def local_classes_calling_super():
+    class Base:
+        def __init__(self, v):
+            self.v = v
+
+    class Child(Base):
+        def __init__(self, v):
+            super().__init__(v * 2)
+
+        def get(self):
+            return self.v
+    total = sum(Child(i).get() for i in range(5))
+    refs = weakref.ref(Child), weakref.ref(Base)
+    del Child, Base
+    gc.collect()
+    return total, [ref() is None for ref in refs]
+
+
+class Nothing(cassette.Context):
+    pass
+
+
+class Counting(cassette.Context):
+    """Hooks that run and hold nothing of the program's."""
+
+    def prehook(self, f, *args, **kwargs):
+        self.metadata[0] += 1
+
+
+@pytest.mark.parametrize("program", [
+    function_made_by_exec_in_its_own_namespace, generator_resurrected_by_its_namespace,
+    recursive_local_function, namedtuple_made_in_a_call, dataclass_made_in_a_call,
+    local_classes_calling_super], ids=lambda program: program.__name__)
+@pytest.mark.parametrize("kind", ["nothing", "prehook", "tagging"])
+def test_what_a_program_makes_and_drops_is_collected(program, kind):
+    expected = program()
+    # Overdubbed three times by one context: the runtime's caches are warm
+    # (and recipes made) from the second run on.
+    ctx = Counting(metadata=[0]) if kind == "prehook" else Nothing()
+    for _ in range(3):
+        run = cassette.enabletagging(ctx, program) if kind == "tagging" else ctx
+        assert cassette.overdub(run, program) == expected

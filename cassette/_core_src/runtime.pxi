@@ -20,6 +20,7 @@ cdef object _EXHAUSTED = EXHAUSTED
 cdef object _OverdubInstead = OverdubInstead
 cdef object _dispatch_module = dispatch
 cdef object _is_stable = callables.is_stable
+cdef object _lives = callables.lives_with_its_module
 cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
 cdef object _is_library_code = callables.is_library_code
@@ -339,6 +340,13 @@ cdef inline bint _may_be_module_global(f):
         and cassette_type_lookup(tp, "__name__") is NULL)
 
 
+cdef bint _lives_with_its_module(callee) except -1:
+    """``callables.lives_with_its_module(callee)``, asked as cassette's own
+    work: with frames lent, since the program may be at its recursion
+    limit."""
+    return cassette_own_call(_lives, callee, None, 1) is True
+
+
 cdef bint _may_hold_library_entries(exception) except -1:
     """False when no entry of ``exception``'s traceback is cassette's own,
     as far as ``callables.is_library_code`` has answered for their files
@@ -447,6 +455,12 @@ cdef class Runtime:
     # Functions made at run time and called again (FunctionEntry, held
     # weakly), by a hash of their address.
     cdef list _transient
+    # The entries (cache, key) kept for functions and classes the program
+    # can drop, forgotten when a garbage collection starts with the
+    # transient ones (``forget_dynamic``, ``cassette.lifetimes``); whether
+    # the runtime is noted for that.
+    cdef list _dynamic
+    cdef bint _holds_dynamic
     # Code bound here, by template (BoundCode); what calls functions of a
     # code object, by the code's address (FunctionRecipe, the code itself
     # when one function of it was seen, or _NO_RECIPE), and for
@@ -519,6 +533,7 @@ cdef class Runtime:
         self._functions = {}
         self._transient = [None] * TRANSIENT_ENTRIES
         self._recent = [None] * RECENT_CALLEES
+        self._dynamic = []
         self._bodies = {}
         self._instance_calls = {}
         self._codes = {}
@@ -604,6 +619,33 @@ cdef class Runtime:
                 if cache is self._functions or cache is self._resolved:
                     self._recent = [None] * RECENT_CALLEES
             cache[key] = value
+
+    cdef void _note_dynamic(self, dict cache, key, callee) except *:
+        """After ``_keep``: note the entry under ``key``, made for ``callee``,
+        for ``forget_dynamic`` when the program can drop ``callee``."""
+        if self._retained and not _lives_with_its_module(callee):
+            if len(self._dynamic) >= CACHE_MAX:     # no collection for long
+                self.forget_dynamic()
+            self._dynamic.append((cache, key))
+            self._note_holder()
+
+    cdef inline void _note_holder(self) except *:
+        if not self._holds_dynamic:
+            self._holds_dynamic = True
+            lifetimes.note_holder(self)
+
+    def forget_dynamic(self):
+        """Drop the entries kept for functions and classes the program can
+        drop, and the transient ones: a garbage collection is starting,
+        which must find the program's objects as unreachable as in a plain
+        run (``cassette.lifetimes``)."""
+        self._holds_dynamic = False
+        if self._dynamic:
+            for cache, key in self._dynamic:
+                (<dict>cache).pop(key, None)
+            self._dynamic = []
+            self._recent = [None] * RECENT_CALLEES
+        self._transient = [None] * TRANSIENT_ENTRIES
 
     cdef inline void _remember(self, Py_ssize_t slot, callee, target,
                                FunctionEntry entry) except *:
@@ -726,7 +768,9 @@ cdef class Runtime:
                         target = (f if inner is <object>descriptor
                                   else PyMethod_New(inner, <object>PyCFunction_GET_SELF(f)))
                         # Bound to a class: equal to every binding of it.
-                        self._keep(self._resolved, _resolved_key(f, tp), target)
+                        key = _resolved_key(f, tp)
+                        self._keep(self._resolved, key, target)
+                        self._note_dynamic(self._resolved, key, f)
                         return target
                     if inner is <object>descriptor:
                         return f
@@ -770,7 +814,9 @@ cdef class Runtime:
         if known_primitive and not _may_be_module_global(f):
             return target       # what callables.is_stable would say, known here
         if type(f) is type or _is_stable(f):        # (a class: stable, known here)
-            self._keep(self._resolved, _resolved_key(f, tp), target)
+            key = _resolved_key(f, tp)
+            self._keep(self._resolved, key, target)
+            self._note_dynamic(self._resolved, key, f)
         return target
 
     cdef object _instance_call(self, f, tp):
@@ -791,6 +837,7 @@ cdef class Runtime:
             entry = (<object>found, <object>function.func_code,
                      not _is_library_code(<object>function.func_code))
             self._keep(self._instance_calls, tp, entry)
+            self._note_dynamic(self._instance_calls, tp, tp)
         if not (<tuple>entry)[2]:
             return None
         body = PyMethod_New(self._rewritten(<object>found), f)
@@ -831,6 +878,7 @@ cdef class Runtime:
             entry.record(f)
             entry.target = target
             self._keep(self._functions, f, entry)
+            self._note_dynamic(self._functions, f, f)
         elif (target is not f and type(target) is FunctionType
                 and target.__closure__ is f.__closure__):   # the rewritten body
             self._keep_transient(slot, f, target)
@@ -911,6 +959,7 @@ cdef class Runtime:
         entry.record(f)
         entry.target = target
         self._transient[slot] = entry
+        self._note_holder()
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
@@ -1062,6 +1111,7 @@ cdef class Runtime:
             return cassette_dropself_new(target)
         entry = (target, cassette_dropself_new(target))
         self._keep(self._droppers, key, entry)
+        self._note_dynamic(self._droppers, key, callee)
         return (<tuple>entry)[1]
 
     def rewritten(self, function):
@@ -1083,6 +1133,7 @@ cdef class Runtime:
             entry.record(function)
             entry.target = body
             self._keep(self._bodies, function, entry)
+            self._note_dynamic(self._bodies, function, function)
         return body
 
     def bind(self, template, escapes=False):

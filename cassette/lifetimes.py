@@ -1,0 +1,44 @@
+"""What a runtime's caches may keep of the program, and for how long.
+
+A runtime caches what it decided for a callee (its target, its rewritten
+body) by the callee's identity, and a target refers to the callee's parts:
+its globals, its cells, the class itself.  For functions and classes that
+live as long as their module (``callables.lives_with_its_module``) that
+keeps nothing alive the program would free.  For what the program makes
+while it runs — a local class, a ``namedtuple`` made in a call, a function
+``exec`` made in a namespace of its own, a recursive local function — the
+cache would: the target holds the callee, so it can never become garbage.
+
+Such objects always belong to reference cycles (a class is in its own
+``__mro__``; a function is in its globals or its cells), which only the
+cyclic garbage collector frees.  So runtimes keep them like everything
+else, note which entries they are, and drop those entries when a
+collection starts (``gc.callbacks``): the collection then finds the
+program's objects exactly as unreachable as in a plain run, and frees them
+at the same moment.  A runtime re-makes what it dropped the next time the
+program calls it.
+"""
+
+from __future__ import annotations
+
+import gc
+
+# Runtimes holding entries to drop at the next collection.
+_holders = []
+
+
+def note_holder(runtime) -> None:
+    """Have ``runtime.forget_dynamic()`` called when the next garbage
+    collection starts (once, however often it is noted before then)."""
+    if not _holders and _forget_before_collecting not in gc.callbacks:
+        gc.callbacks.append(_forget_before_collecting)
+    _holders.append(runtime)
+
+
+def _forget_before_collecting(phase, info):
+    if phase != "start" or not _holders:
+        return
+    holders = _holders[:]
+    del _holders[:]
+    for runtime in holders:
+        runtime.forget_dynamic()
