@@ -6,6 +6,7 @@ from cpython.object cimport PyObject, PyTypeObject
 
 cdef extern from "Python.h":
     ctypedef struct PyFunctionObject:
+        PyObject *func_globals
         PyObject *func_code
         PyObject *func_defaults
         PyObject *func_closure

@@ -84,8 +84,9 @@ class Runtime:
         self._functions = {}
         self._closures = {}
         # The entries (cache, key) kept for functions and classes the
-        # program can drop, forgotten with the closures' when a garbage
-        # collection starts (forget_dynamic, cassette.lifetimes).
+        # program can drop whose targets may keep them alive, forgotten
+        # when a garbage collection starts (forget_dynamic,
+        # cassette.lifetimes).
         self._dynamic = []
         self._bodies = {}
         self._slots = {}
@@ -122,26 +123,25 @@ class Runtime:
                 cache.clear()
             cache[key] = value
             if callee is not None and not callables.lives_with_its_module(callee):
-                if len(self._dynamic) >= CACHE_MAX:     # no collection for long
-                    self.forget_dynamic()
-                self._dynamic.append((cache, key))
-                self._note_holder()
+                self._note_forgettable(cache, key)
 
-    def _note_holder(self):
+    def _note_forgettable(self, cache, key):
+        if len(self._dynamic) >= CACHE_MAX:     # no collection for long
+            self.forget_dynamic()
+        self._dynamic.append((cache, key))
         if not self._holds_dynamic:
             self._holds_dynamic = True
             lifetimes.note_holder(self)
 
     def forget_dynamic(self):
         """Drop the entries kept for functions and classes the program can
-        drop, and the closures': a garbage collection is starting, which
-        must find the program's objects as unreachable as in a plain run
-        (``cassette.lifetimes``)."""
+        drop whose targets may keep them alive: a garbage collection is
+        starting, which must find the program's objects as unreachable as
+        in a plain run (``cassette.lifetimes``)."""
         self._holds_dynamic = False
-        for cache, key in self._dynamic:
+        dynamic, self._dynamic = self._dynamic, []
+        for cache, key in dynamic:
             cache.pop(key, None)
-        self._dynamic = []
-        self._closures = {}
 
     # -- slots --------------------------------------------------------------
 
@@ -204,13 +204,16 @@ class Runtime:
         return self._target(f)
 
     def _resolve_function(self, f):
-        """A Python function not in ``_functions``.  Functions made at run
-        time — closures, lambdas, generator expressions, nested ``def`` —
-        take their code's recipe (``engine.function_recipe``).  They, and
-        closures, are cached weakly: the entry dies with the function, so
-        the cache never keeps the program's cells (and what they hold)
-        alive.  A hooked target refers to the function itself and is not
-        cached."""
+        """A Python function not in ``_functions`` (which keeps only those
+        without a closure whose globals are a module's).  Functions made at
+        run time — closures, lambdas, generator expressions, nested ``def``
+        — take their code's recipe (``engine.function_recipe``).  They are
+        cached weakly: the entry dies with the function, so the cache never
+        keeps the program's cells (and what they hold) alive; an entry whose
+        target may keep the function alive itself
+        (``callables.may_be_cached_weakly``) is also dropped when a garbage
+        collection starts.  A hooked target refers to the function itself
+        and is not cached."""
         key = id(f)
         entry = self._closures.get(key)
         if entry is not None and entry.ref() is f and entry.matches(f):
@@ -225,8 +228,8 @@ class Runtime:
                 self._keep_closure(key, f, target)
             return target
         target = self._target(f)
-        if f.__closure__ is None:
-            self._keep(self._functions, f, FunctionEntry(f, target), f)
+        if f.__closure__ is None and callables.has_module_globals(f):
+            self._keep(self._functions, f, FunctionEntry(f, target))
         elif (target is not f and type(target) is _FunctionType
                 and target.__closure__ is f.__closure__):  # the rewritten body
             self._keep_closure(key, f, target)
@@ -258,7 +261,9 @@ class Runtime:
                 del closures[key]
 
         closures[key] = FunctionEntry(f, target, weakref.ref(f, forget))
-        self._note_holder()
+        if not callables.may_be_cached_weakly(f):
+            # The target may keep f alive: kept until the next collection.
+            self._note_forgettable(closures, key)
 
     def _resolve_partial(self, p):
         """A ``functools.partial`` (never cached: it holds the program's

@@ -786,6 +786,31 @@ def lives_with_its_module(obj):
 _MODULE_DICT = ModuleType.__dict__["__dict__"].__get__
 
 
+def may_be_cached_weakly(f):
+    """True when a target made of function ``f``'s code, globals and cells,
+    cached beside a weak reference to ``f`` (dropped when ``f`` dies),
+    cannot itself keep ``f`` alive: ``f`` lives with its module (then
+    nothing needs to die), or its globals are a loaded module's namespace
+    (``exec``'s namespace of its own holds ``f``) and its code names
+    neither itself (a recursive local function's cell holds it) nor
+    ``__class__`` (a method's cell holds its class, which holds it).
+    Paths through other objects a cell holds are not looked for."""
+    if not is_module_namespace(f.__globals__):
+        return False
+    if "<locals>" not in f.__qualname__:
+        return True
+    code = f.__code__
+    return code.co_name not in code.co_freevars and "__class__" not in code.co_freevars
+
+
+def has_module_globals(f):
+    """True when function ``f``'s globals are a loaded module's namespace:
+    then a target made of its code and globals does not hold ``f``, unless
+    its cells do (a function ``exec`` made in a namespace of its own is in
+    that namespace)."""
+    return is_module_namespace(f.__globals__)
+
+
 def is_module_namespace(namespace):
     """True when ``namespace`` (a function's globals) is the ``__dict__``
     of the loaded module it names."""

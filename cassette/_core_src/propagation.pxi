@@ -4,18 +4,38 @@
 # Part of cassette/_core.pyx (included there; see its map).
 
 cdef dict _propagators = {}     # callee -> (propagate or None, always)
+# The same for callees the program can drop (a local class), forgotten when
+# a garbage collection starts (cassette.lifetimes).
+cdef dict _dropped_propagators = {}
+
+
+cdef class _DroppedPropagators:
+    """What ``lifetimes.note_holder`` calls back for ``_dropped_propagators``."""
+
+    def forget_dynamic(self):
+        _dropped_propagators.clear()
+
+
+cdef _DroppedPropagators _dropped_propagators_holder = _DroppedPropagators()
 
 
 cdef tuple _propagator_of(object callee):
     try:
         found = _propagators.get(callee)
+        if found is None:
+            found = _dropped_propagators.get(callee)
     except TypeError:           # an unhashable callee
         return (None, False)
     if found is None:
         propagate = _dispatch_module.tagging_propagator(callee)
         found = (propagate, bool(getattr(propagate, "always", False)))
-        if len(_propagators) < 4096:
-            _propagators[callee] = found
+        if _lives_with_its_module(callee):
+            if len(_propagators) < 4096:
+                _propagators[callee] = found
+        elif len(_dropped_propagators) < 4096:
+            if not _dropped_propagators:
+                lifetimes.note_holder(_dropped_propagators_holder)
+            _dropped_propagators[callee] = found
     return <tuple>found
 
 

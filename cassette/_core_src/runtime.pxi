@@ -21,6 +21,8 @@ cdef object _OverdubInstead = OverdubInstead
 cdef object _dispatch_module = dispatch
 cdef object _is_stable = callables.is_stable
 cdef object _lives = callables.lives_with_its_module
+cdef object _may_be_cached_weakly = callables.may_be_cached_weakly
+cdef object _module_globals = callables.has_module_globals
 cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
 cdef object _is_library_code = callables.is_library_code
@@ -233,9 +235,21 @@ cdef class FunctionRecipe:
     cdef tuple enclosing
     cdef bint plain           # the target is the new function itself
     cdef bint suspendable     # a generator's, coroutine's or async generator's
+    # Globals (a module's) for which ``callables.may_be_cached_weakly`` said
+    # yes of a function of this code, or None.
+    cdef object weakly_cached_globals
 
     cdef object target_for(self, Runtime runtime, f):
         return _hooked_as(runtime, f, self.plan, self.enclosing, self.bound.function_like(f))
+
+    cdef bint may_be_cached_weakly(self, f) except -1:
+        """``callables.may_be_cached_weakly(f)``, asked once per globals."""
+        if (<PyFunctionObject *>f).func_globals is <PyObject *>self.weakly_cached_globals:
+            return True
+        if not _cacheable_weakly(f):
+            return False
+        self.weakly_cached_globals = f.__globals__
+        return True
 
 
 cdef object _hooked_as(Runtime runtime, callee, plan, tuple enclosing, target):
@@ -347,6 +361,16 @@ cdef bint _lives_with_its_module(callee) except -1:
     return cassette_own_call(_lives, callee, None, 1) is True
 
 
+cdef bint _has_module_globals(f) except -1:
+    """``callables.has_module_globals(f)``, asked as cassette's own work."""
+    return cassette_own_call(_module_globals, f, None, 1) is True
+
+
+cdef bint _cacheable_weakly(f) except -1:
+    """``callables.may_be_cached_weakly(f)``, asked as cassette's own work."""
+    return cassette_own_call(_may_be_cached_weakly, f, None, 1) is True
+
+
 cdef bint _may_hold_library_entries(exception) except -1:
     """False when no entry of ``exception``'s traceback is cassette's own,
     as far as ``callables.is_library_code`` has answered for their files
@@ -455,10 +479,11 @@ cdef class Runtime:
     # Functions made at run time and called again (FunctionEntry, held
     # weakly), by a hash of their address.
     cdef list _transient
-    # The entries (cache, key) kept for functions and classes the program
-    # can drop, forgotten when a garbage collection starts with the
-    # transient ones (``forget_dynamic``, ``cassette.lifetimes``); whether
-    # the runtime is noted for that.
+    # The entries kept for functions and classes the program can drop whose
+    # targets may keep them alive — (cache, key), or (``_transient``, slot,
+    # entry) — forgotten when a garbage collection starts
+    # (``forget_dynamic``, ``cassette.lifetimes``); whether the runtime is
+    # noted for that.
     cdef list _dynamic
     cdef bint _holds_dynamic
     # Code bound here, by template (BoundCode); what calls functions of a
@@ -624,28 +649,33 @@ cdef class Runtime:
         """After ``_keep``: note the entry under ``key``, made for ``callee``,
         for ``forget_dynamic`` when the program can drop ``callee``."""
         if self._retained and not _lives_with_its_module(callee):
-            if len(self._dynamic) >= CACHE_MAX:     # no collection for long
-                self.forget_dynamic()
-            self._dynamic.append((cache, key))
-            self._note_holder()
+            self._note_forgettable((cache, key))
 
-    cdef inline void _note_holder(self) except *:
+    cdef void _note_forgettable(self, tuple noted) except *:
+        if len(self._dynamic) >= CACHE_MAX:     # no collection for long
+            self.forget_dynamic()
+        self._dynamic.append(noted)
         if not self._holds_dynamic:
             self._holds_dynamic = True
             lifetimes.note_holder(self)
 
     def forget_dynamic(self):
         """Drop the entries kept for functions and classes the program can
-        drop, and the transient ones: a garbage collection is starting,
-        which must find the program's objects as unreachable as in a plain
-        run (``cassette.lifetimes``)."""
+        drop whose targets may keep them alive: a garbage collection is
+        starting, which must find the program's objects as unreachable as
+        in a plain run (``cassette.lifetimes``)."""
+        cdef tuple noted
+        cdef bint in_dicts = False
         self._holds_dynamic = False
-        if self._dynamic:
-            for cache, key in self._dynamic:
-                (<dict>cache).pop(key, None)
-            self._dynamic = []
+        dynamic, self._dynamic = self._dynamic, []
+        for noted in dynamic:
+            if len(noted) == 2:
+                (<dict>noted[0]).pop(noted[1], None)
+                in_dicts = True
+            elif (<list>noted[0])[<Py_ssize_t>noted[1]] is noted[2]:
+                (<list>noted[0])[<Py_ssize_t>noted[1]] = None
+        if in_dicts:
             self._recent = [None] * RECENT_CALLEES
-        self._transient = [None] * TRANSIENT_ENTRIES
 
     cdef inline void _remember(self, Py_ssize_t slot, callee, target,
                                FunctionEntry entry) except *:
@@ -730,15 +760,7 @@ cdef class Runtime:
         slot = _address_slot(<void *>f, RECENT_CALLEES_BITS)
         tp = type(f)
         if tp is FunctionType:
-            # (_functions keeps only functions without a closure.)
-            if (<PyFunctionObject *>f).func_closure is NULL:
-                hit = PyDict_GetItemWithError(self._functions, f)
-                if hit is not NULL:
-                    entry = <FunctionEntry>hit
-                    if entry.matches(f):
-                        self._remember(slot, f, entry.target, entry)
-                        return entry.target
-            return self._resolve_function(f)
+            return self._resolve_function(f, slot)
         if tp is _partial_type:
             return self._resolve_partial(f)
         if tp is MethodType:
@@ -846,42 +868,54 @@ cdef class Runtime:
             return body
         return Hooked(self, f, plan, body)
 
-    cdef object _resolve_function(self, f):
-        """A Python function not in ``_functions``.  Functions made at run
+    cdef object _resolve_function(self, f, Py_ssize_t recent_slot):
+        """A Python function not in ``_recent`` (``recent_slot``: its slot
+        there), found in the transient entries or ``_functions``, or
+        decided here.  Functions made at run
         time — closures, lambdas, generator expressions, nested ``def`` —
         are new objects of code seen before: the code's recipe makes their
         target.  Those called more than once, and closures, are cached
         weakly: the entry dies with the function, so the cache never keeps
-        the program's cells (and what they hold) alive.  A hooked target
-        refers to the function itself and is not cached.  The rest is
-        decided by ``engine.target`` and cached as before (functions
-        without a closure strongly, in ``_functions``)."""
+        the program's cells (and what they hold) alive; an entry whose
+        target may keep the function alive itself
+        (``callables.may_be_cached_weakly``) is also dropped when a garbage
+        collection starts.  A hooked target refers to the function itself
+        and is not cached.  The rest is decided by ``engine.target`` and
+        cached as before (functions without a closure whose globals are a
+        module's strongly, in ``_functions``; other ones weakly)."""
         cdef FunctionEntry entry
         cdef FunctionRecipe recipe
+        cdef PyObject *hit
         cdef Py_ssize_t slot = _address_slot(<void *>f, TRANSIENT_BITS)
         found = self._transient[slot]
         if found is not None:
             entry = <FunctionEntry>found
             if cassette_weakref_target(entry.ref) is <PyObject *>f and entry.matches(f):
                 return entry.target
+        if (<PyFunctionObject *>f).func_closure is NULL:
+            hit = PyDict_GetItemWithError(self._functions, f)
+            if hit is not NULL:
+                entry = <FunctionEntry>hit
+                if entry.matches(f):
+                    self._remember(recent_slot, f, entry.target, entry)
+                    return entry.target
         recipe = self._recipe_for(f)
         if recipe is not None:
             target = recipe.target_for(self, f)
             # Most generator functions a program makes are called once
             # (generator expressions); other functions are cached at once.
             if recipe.plain and (not recipe.suspendable or self._seen_before(f)):
-                self._keep_transient(slot, f, target)
+                self._keep_transient(slot, f, target, recipe.may_be_cached_weakly(f))
             return target
         target = cassette_own_call(engine.target, self, f, 2)
-        if (<PyFunctionObject *>f).func_closure is NULL:
+        if (<PyFunctionObject *>f).func_closure is NULL and _has_module_globals(f):
             entry = FunctionEntry()
             entry.record(f)
             entry.target = target
             self._keep(self._functions, f, entry)
-            self._note_dynamic(self._functions, f, f)
         elif (target is not f and type(target) is FunctionType
                 and target.__closure__ is f.__closure__):   # the rewritten body
-            self._keep_transient(slot, f, target)
+            self._keep_transient(slot, f, target, _cacheable_weakly(f))
         self._learn_recipe(f)
         return target
 
@@ -950,7 +984,10 @@ cdef class Runtime:
         self._seen_functions[slot] = PyWeakref_NewRef(f, None)
         return False
 
-    cdef _keep_transient(self, Py_ssize_t slot, f, target):
+    cdef _keep_transient(self, Py_ssize_t slot, f, target, bint weakly):
+        """Keep ``target`` for ``f`` until ``f`` dies — or, unless
+        ``weakly`` (``callables.may_be_cached_weakly``: the target cannot
+        keep ``f`` alive itself), until the next garbage collection."""
         cdef FunctionEntry entry
         if not self._retained:
             return
@@ -959,7 +996,8 @@ cdef class Runtime:
         entry.record(f)
         entry.target = target
         self._transient[slot] = entry
-        self._note_holder()
+        if not weakly:
+            self._note_forgettable((self._transient, slot, entry))
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
