@@ -766,9 +766,23 @@ def lives_with_its_module(obj):
         return not is_class(owner) or lives_with_its_module(owner)
     if not is_class(obj) or not type_flags(obj) & HEAPTYPE_FLAG:
         return True
-    module = _loaded_module(static_attribute(obj, "__module__"))
     qualname = static_attribute(obj, "__qualname__")
-    if module is None or type(qualname) is not str or "<locals>" in qualname:
+    if type(qualname) is not str or "<locals>" in qualname:
+        return False
+    if _reaches(_loaded_module(static_attribute(obj, "__module__")), qualname, obj):
+        return True
+    # A module may name itself otherwise (_pydecimal says it is 'decimal',
+    # for pickling): the module whose namespace its functions' globals are.
+    for value in class_dict(obj).values():
+        if type(value) is FunctionType:
+            return _reaches(_module_of_namespace(value.__globals__), qualname, obj)
+    return False
+
+
+def _reaches(module, qualname, obj):
+    """Whether ``module`` holds ``obj`` at ``qualname``, through the
+    namespaces of the classes along the way."""
+    if module is None:
         return False
     found = module
     namespace = _MODULE_DICT(module)
@@ -813,9 +827,33 @@ def has_module_globals(f):
 
 def is_module_namespace(namespace):
     """True when ``namespace`` (a function's globals) is the ``__dict__``
-    of the loaded module it names."""
+    of a loaded module."""
+    return _module_of_namespace(namespace) is not None
+
+
+# id(the __dict__ of a module sys.modules holds) -> that module, as of when
+# sys.modules held _namespaces_seen modules.
+_namespaces = {}
+_namespaces_seen = -1
+
+
+def _module_of_namespace(namespace):
+    """The loaded module whose ``__dict__`` is ``namespace``, or None: the
+    module it names, or else (a module may name itself otherwise) the one
+    found among those ``sys.modules`` holds."""
+    global _namespaces_seen
     module = _loaded_module(dict.get(namespace, "__name__"))
-    return module is not None and _MODULE_DICT(module) is namespace
+    if module is not None and _MODULE_DICT(module) is namespace:
+        return module
+    module = _namespaces.get(id(namespace))
+    if module is None and len(sys.modules) != _namespaces_seen:
+        _namespaces.clear()
+        for candidate in list(sys.modules.values()):
+            if ModuleType in class_mro(type(candidate)):
+                _namespaces[id(_MODULE_DICT(candidate))] = candidate
+        _namespaces_seen = len(sys.modules)
+        module = _namespaces.get(id(namespace))
+    return module if module is not None and _MODULE_DICT(module) is namespace else None
 
 
 def _loaded_module(name):

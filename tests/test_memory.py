@@ -256,3 +256,31 @@ def test_a_collection_finds_the_garbage_it_finds_plainly(kind):
         counts.append(cassette.overdub(run, garbage_a_collection_finds))
     assert expected == 1
     assert counts == [expected] * 3
+
+
+def test_what_lives_with_its_module_is_told_from_what_a_program_makes():
+    # What runtimes keep for good and what they forget at each collection
+    # (callables.lives_with_its_module); a module may name itself otherwise
+    # (_pydecimal's globals say 'decimal', which sys.modules maps to the C
+    # module): its functions and classes still live with it.
+    import _pydecimal
+    import collections
+    from cassette import callables
+
+    namespace = {}
+    exec("def made():\n    return 1\n", namespace)
+
+    def local():
+        return 2
+
+    class Local:
+        pass
+    kept = [_pydecimal.Decimal, _pydecimal.Decimal.__add__, _pydecimal.getcontext,
+            collections.OrderedDict, collections.namedtuple, int, len, dict.fromkeys]
+    dropped = [namespace["made"], local, Local, collections.namedtuple("Point", "x"),
+               Local.__init_subclass__]
+    assert [callables.lives_with_its_module(obj) for obj in kept] == [True] * len(kept)
+    assert [callables.lives_with_its_module(obj) for obj in dropped] == [False] * len(dropped)
+    assert callables.has_module_globals(_pydecimal.Decimal.__add__)
+    assert callables.has_module_globals(local)
+    assert not callables.has_module_globals(namespace["made"])
