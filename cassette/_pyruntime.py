@@ -205,7 +205,7 @@ class Runtime:
 
     def _resolve_function(self, f):
         """A Python function not in ``_functions`` (which keeps only those
-        without a closure whose globals are a module's).  Functions made at
+        without a closure that live with their module).  Functions made at
         run time — closures, lambdas, generator expressions, nested ``def``
         — take their code's recipe (``engine.function_recipe``).  They are
         cached weakly: the entry dies with the function, so the cache never
@@ -228,7 +228,7 @@ class Runtime:
                 self._keep_closure(key, f, target)
             return target
         target = self._target(f)
-        if f.__closure__ is None and callables.has_module_globals(f):
+        if f.__closure__ is None and callables.lives_with_its_module(f):
             self._keep(self._functions, f, FunctionEntry(f, target))
         elif (target is not f and type(target) is _FunctionType
                 and target.__closure__ is f.__closure__):  # the rewritten body

@@ -805,24 +805,27 @@ def may_be_cached_weakly(f):
     cached beside a weak reference to ``f`` (dropped when ``f`` dies),
     cannot itself keep ``f`` alive: ``f`` lives with its module (then
     nothing needs to die), or its globals are a loaded module's namespace
-    (``exec``'s namespace of its own holds ``f``) and its code names
-    neither itself (a recursive local function's cell holds it) nor
-    ``__class__`` (a method's cell holds its class, which holds it).
-    Paths through other objects a cell holds are not looked for."""
+    (``exec``'s namespace of its own holds ``f``), its code names neither
+    itself (a recursive local function's cell holds it) nor its class or
+    class namespace (``__class__`` of a method using ``super()``,
+    ``__classdict__`` of 3.14's ``__annotate__``: both hold it), and it carries no
+    attributes and no annotate function (3.14's dataclasses give
+    ``__init__`` one whose cell holds the class).  Paths through other
+    objects a cell holds are not looked for."""
     if not is_module_namespace(f.__globals__):
         return False
     if "<locals>" not in f.__qualname__:
         return True
     code = f.__code__
-    return code.co_name not in code.co_freevars and "__class__" not in code.co_freevars
+    return (code.co_name not in code.co_freevars
+            and _CLASS_CELLS.isdisjoint(code.co_freevars)
+            and not f.__dict__ and getattr(f, "__annotate__", None) is None)
 
 
-def has_module_globals(f):
-    """True when function ``f``'s globals are a loaded module's namespace:
-    then a target made of its code and globals does not hold ``f``, unless
-    its cells do (a function ``exec`` made in a namespace of its own is in
-    that namespace)."""
-    return is_module_namespace(f.__globals__)
+# Cells the compiler gives functions of a class body: its class, and the
+# namespace it was made in (annotation scopes of 3.12+, 3.14's
+# ``__annotate__`` functions), which holds the class's functions.
+_CLASS_CELLS = frozenset({"__class__", "__classdict__", "__classdictcell__"})
 
 
 def is_module_namespace(namespace):

@@ -22,7 +22,6 @@ cdef object _dispatch_module = dispatch
 cdef object _is_stable = callables.is_stable
 cdef object _lives = callables.lives_with_its_module
 cdef object _may_be_cached_weakly = callables.may_be_cached_weakly
-cdef object _module_globals = callables.has_module_globals
 cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
 cdef object _is_library_code = callables.is_library_code
@@ -359,11 +358,6 @@ cdef bint _lives_with_its_module(callee) except -1:
     work: with frames lent, since the program may be at its recursion
     limit."""
     return cassette_own_call(_lives, callee, None, 1) is True
-
-
-cdef bint _has_module_globals(f) except -1:
-    """``callables.has_module_globals(f)``, asked as cassette's own work."""
-    return cassette_own_call(_module_globals, f, None, 1) is True
 
 
 cdef bint _cacheable_weakly(f) except -1:
@@ -881,8 +875,8 @@ cdef class Runtime:
         (``callables.may_be_cached_weakly``) is also dropped when a garbage
         collection starts.  A hooked target refers to the function itself
         and is not cached.  The rest is decided by ``engine.target`` and
-        cached as before (functions without a closure whose globals are a
-        module's strongly, in ``_functions``; other ones weakly)."""
+        cached as before (functions without a closure that live with their
+        module strongly, in ``_functions``; other ones weakly)."""
         cdef FunctionEntry entry
         cdef FunctionRecipe recipe
         cdef PyObject *hit
@@ -908,7 +902,7 @@ cdef class Runtime:
                 self._keep_transient(slot, f, target, recipe.may_be_cached_weakly(f))
             return target
         target = cassette_own_call(engine.target, self, f, 2)
-        if (<PyFunctionObject *>f).func_closure is NULL and _has_module_globals(f):
+        if (<PyFunctionObject *>f).func_closure is NULL and _lives_with_its_module(f):
             entry = FunctionEntry()
             entry.record(f)
             entry.target = target
