@@ -73,7 +73,7 @@ cassette_install_routing(Runtime, _ACTING_CODES, <void *>_redirect, callables.lo
 
 
 cassette_install_argument_routing(routing.route_argument, functools.partial,
-                                  MethodWrapperType)
+                                  MethodWrapperType, routing.WRAPPER_DEPTH)
 
 
 def install_routing():

@@ -715,8 +715,8 @@ def is_stable(f):
     not a short-lived bound object, holds no user data that caching it would
     keep alive (closures hold cells, partials their arguments) and hashing it
     runs no Python code.  A class or closure-free function the program made
-    at run time is stable too: runtimes drop what they cached for those at
-    each garbage collection (:func:`lives_with_its_module`,
+    at run time is stable too: runtimes drop what they cached for those when
+    a collection of the older generations starts (:func:`lives_with_its_module`,
     ``cassette.lifetimes``)."""
     kind = type(f)
     if kind is FunctionType:

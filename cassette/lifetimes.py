@@ -34,8 +34,10 @@ _holders = []
 
 
 def note_holder(runtime) -> None:
-    """Have ``runtime.forget_dynamic()`` called when the next garbage
-    collection starts (once, however often it is noted before then)."""
+    """Have ``runtime.forget_dynamic()`` called when the next collection of
+    the older generations starts.  A holder notes itself once until then
+    (a runtime keeps a flag; the core's propagator cache notes itself when
+    it stops being empty): each noting is one call back."""
     if not _holders and _forget_before_collecting not in gc.callbacks:
         gc.callbacks.append(_forget_before_collecting)
     _holders.append(runtime)

@@ -57,10 +57,16 @@ import types
 from . import callables
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+#: How deep a chain of method-wrappers (``f.__call__.__call__`` …) is
+#: looked through for what it finally calls, here and in the core.  Deeper
+#: chains (test_descr makes one a million deep) are routed only as far as
+#: this: looking through all of one per operation would make a loop that
+#: deepens it quadratic.
+WRAPPER_DEPTH = 16
+
 _HEAPTYPE = callables.HEAPTYPE_FLAG
 _TYPE_SUBCLASS = callables.TYPE_SUBCLASS_FLAG
 _DESCRIPTOR_METHODS = callables.DESCRIPTOR_METHODS
-_WRAPPER_DEPTH = 16
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 _BuiltinFunctionType = types.BuiltinFunctionType
@@ -259,9 +265,8 @@ def route_argument(value):
     elif kind is _partial:
         route_argument(value.func)
     elif kind is _MethodWrapperType:
-        # f.__call__ calls f: route what a chain of them ends at, looked
-        # through as deep as the core looks (CASSETTE_WRAPPER_DEPTH).
-        for _ in range(_WRAPPER_DEPTH):
+        # f.__call__ calls f: route what a chain of them ends at.
+        for _ in range(WRAPPER_DEPTH):
             value = value.__self__
             if type(value) is not _MethodWrapperType:
                 route_argument(value)

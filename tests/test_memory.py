@@ -244,8 +244,9 @@ def test_what_a_program_makes_and_drops_is_collected(program, kind):
 @pytest.mark.parametrize("kind", [
     "nothing",
     pytest.param("prehook", marks=pytest.mark.xfail(
-        strict=True, reason="a hooked function of code met before is called through a "
-        "rewritten copy made for that call, garbage with its frame (docs/overdub.md)")),
+        strict=True, reason="cassette's limit, not fixed yet: a hooked function of code "
+        "met before is called through a rewritten copy made for that call, garbage with "
+        "its frame (docs/overdub.md)")),
     "tagging"])
 def test_a_collection_finds_the_garbage_it_finds_plainly(kind):
     expected = garbage_a_collection_finds()

@@ -5,7 +5,8 @@
 
 cdef dict _propagators = {}     # callee -> (propagate or None, always)
 # The same for callees the program can drop (a local class), forgotten when
-# a garbage collection starts (cassette.lifetimes).
+# a collection of the older generations starts (cassette.lifetimes; noted
+# there whenever it stops being empty).
 cdef dict _dropped_propagators = {}
 
 

@@ -334,16 +334,15 @@ static inline PyObject **cassette_routed_code_slot(PyObject *code) {
 }
 
 /* How deep a chain of method-wrappers (f.__call__.__call__ …) is looked
-   through for what it finally calls.  Deeper chains (test_descr makes
-   one a million deep) are routed only as far as this: looking through
-   all of one per operation would make a loop that deepens it quadratic. */
-#define CASSETTE_WRAPPER_DEPTH 16
+   through for what it finally calls: routing.WRAPPER_DEPTH, installed
+   with the rest of argument routing. */
+static int cassette_wrapper_depth = 0;
 
 /* 0, or -1 with an exception set. */
 static int cassette_route_one(PyObject *arg) {
     if (Py_TYPE(arg) == cassette_method_wrapper_type) {
         /* f.__call__ calls f: route what the chain ends at. */
-        for (int depth = 0; depth < CASSETTE_WRAPPER_DEPTH; depth++) {
+        for (int depth = 0; depth < cassette_wrapper_depth; depth++) {
             arg = cassette_method_wrapper_self(arg);        /* (borrowed) */
             if (arg == NULL || Py_TYPE(arg) != cassette_method_wrapper_type) break;
         }
@@ -418,9 +417,11 @@ static int cassette_audit(const char *event, PyObject *args, void *data) {
 
 static void cassette_install_argument_routing(PyObject *route_argument,
                                               PyObject *partial_type,
-                                              PyObject *method_wrapper_type) {
+                                              PyObject *method_wrapper_type,
+                                              int wrapper_depth) {
     Py_XINCREF(route_argument);
     cassette_route_argument = route_argument;
+    cassette_wrapper_depth = wrapper_depth;
     cassette_partial_type = (PyTypeObject *)partial_type;
     cassette_method_wrapper_type = (PyTypeObject *)method_wrapper_type;
     PySys_AddAuditHook(cassette_audit, NULL);

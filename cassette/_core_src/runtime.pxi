@@ -235,7 +235,11 @@ cdef class FunctionRecipe:
     cdef bint plain           # the target is the new function itself
     cdef bint suspendable     # a generator's, coroutine's or async generator's
     # Globals (a module's) for which ``callables.may_be_cached_weakly`` said
-    # yes of a function of this code, or None.
+    # yes of a function of this code, or None.  Asked once per globals: the
+    # rest of its answer is the code's (its names), and the function's
+    # attributes, which a function a recipe serves has none of
+    # (``_recipe_for``), and its annotate function, taken to be its code's
+    # alike.
     cdef object weakly_cached_globals
 
     cdef object target_for(self, Runtime runtime, f):
@@ -475,9 +479,9 @@ cdef class Runtime:
     cdef list _transient
     # The entries kept for functions and classes the program can drop whose
     # targets may keep them alive — (cache, key), or (``_transient``, slot,
-    # entry) — forgotten when a garbage collection starts
+    # entry) — forgotten when a collection of the older generations starts
     # (``forget_dynamic``, ``cassette.lifetimes``); whether the runtime is
-    # noted for that.
+    # noted there for that.
     cdef list _dynamic
     cdef bint _holds_dynamic
     # Code bound here, by template (BoundCode); what calls functions of a
@@ -746,7 +750,6 @@ cdef class Runtime:
 
     cdef object _resolve_miss(self, f):
         cdef PyObject *hit
-        cdef FunctionEntry entry
         cdef Py_ssize_t slot
         cdef PyObject *descriptor
         if self._generation != _generation:
