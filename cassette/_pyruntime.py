@@ -83,12 +83,19 @@ class Runtime:
         self._resolved = {}
         self._functions = {}
         self._closures = {}
-        # The entries (cache, key) kept for functions and classes the
-        # program can drop whose targets may keep them alive, forgotten
-        # when a garbage collection starts (forget_dynamic,
-        # cassette.lifetimes).
-        self._dynamic = []
+        # The entries (cache, key, callee) kept for functions and classes
+        # the program can drop whose targets may keep them alive, forgotten
+        # when a collection starts (forget_dynamic, cassette.lifetimes): the
+        # young ones (callee not seen to survive a collection) at every
+        # collection, the old ones at collections of the older generations;
+        # the callees seen to survive one ({id: weak reference}).
+        self._young = []
+        self._old = []
+        self._survivors = {}
+        # Bodies of functions: those living with their module, and (by id,
+        # held weakly) the others.
         self._bodies = {}
+        self._weak_bodies = {}
         self._slots = {}
         self._droppers = {}
         self._tagging = getattr(self.ctx, "tag", None) is not None
@@ -117,31 +124,65 @@ class Runtime:
 
     def _keep(self, cache, key, value, callee=None):
         """Cache ``value`` under ``key``; ``callee``: what it was made for,
-        noted for :meth:`forget_dynamic` when the program can drop it."""
+        noted for :meth:`forget_dynamic` when the program can drop it (a
+        class: entries of a function the program can drop are never kept
+        in a dict, which would keep it alive)."""
         if self._retained:
             if len(cache) >= CACHE_MAX:
                 cache.clear()
             cache[key] = value
             if callee is not None and not callables.lives_with_its_module(callee):
-                self._note_forgettable(cache, key)
+                self._note_forgettable(cache, key, callee)
 
-    def _note_forgettable(self, cache, key):
-        if len(self._dynamic) >= CACHE_MAX:     # no collection for long
-            self.forget_dynamic()
-        self._dynamic.append((cache, key))
+    def _note_forgettable(self, cache, key, callee):
+        """Note the entry of ``cache`` under ``key``, kept for ``callee``
+        and which may keep it alive, to be forgotten at the next
+        collection, or at the next of the older generations once ``callee``
+        was seen to survive one."""
+        if len(self._young) + len(self._old) >= CACHE_MAX:     # no collection for long
+            self.forget_dynamic(True)
+        survivor = self._survivors.get(id(callee))
+        # (A function is noted by its entry's weak reference: it may die
+        # before any collection.)
+        noted = (cache, key, None if type(callee) is _FunctionType else callee)
+        if survivor is not None and survivor() is callee:
+            self._old.append(noted)
+        else:
+            self._young.append(noted)
         if not self._holds_dynamic:
             self._holds_dynamic = True
             lifetimes.note_holder(self)
 
-    def forget_dynamic(self):
+    def forget_dynamic(self, everything):
         """Drop the entries kept for functions and classes the program can
         drop whose targets may keep them alive: a garbage collection is
         starting, which must find the program's objects as unreachable as
-        in a plain run (``cassette.lifetimes``)."""
-        self._holds_dynamic = False
-        dynamic, self._dynamic = self._dynamic, []
-        for cache, key in dynamic:
-            cache.pop(key, None)
+        in a plain run (``cassette.lifetimes``) — of the youngest generation
+        only, unless ``everything``: then the entries of callees seen to
+        survive a collection go too.  Whether entries are left to forget."""
+        noted, self._young = self._young, []
+        if everything:
+            noted.extend(self._old)
+            self._old = []
+            if len(self._survivors) >= CACHE_MAX // 4:
+                self._survivors = {key: ref for key, ref in self._survivors.items()
+                                   if ref() is not None}
+        survivors = self._survivors
+        for cache, key, callee in noted:
+            entry = cache.pop(key, None)
+            if callee is None:
+                callee = entry.ref() if type(entry) is FunctionEntry else None
+                if callee is None:
+                    continue
+            try:
+                ref = weakref.ref(callee)
+            except TypeError:       # (a builtin bound to a class: made young again)
+                continue
+            if len(survivors) >= CACHE_MAX:
+                survivors.clear()
+            survivors[id(callee)] = ref
+        self._holds_dynamic = bool(self._old)
+        return self._holds_dynamic
 
     # -- slots --------------------------------------------------------------
 
@@ -249,9 +290,15 @@ class Runtime:
         return engine.hooked_as(self, f, plan, enclosing, engine.function_running(code, f))
 
     def _keep_closure(self, key, f, target):
+        self._keep_weakly(self._closures, key, f, target)
+
+    def _keep_weakly(self, closures, key, f, target):
+        """Keep ``target`` for function ``f`` in ``closures`` under ``key``
+        until ``f`` dies — or, unless ``callables.may_be_cached_weakly(f)``
+        (the target cannot keep ``f`` alive itself), until a collection
+        starts."""
         if not self._retained:
             return
-        closures = self._closures
         if len(closures) >= CACHE_MAX:
             closures.clear()
 
@@ -262,8 +309,8 @@ class Runtime:
 
         closures[key] = FunctionEntry(f, target, weakref.ref(f, forget))
         if not callables.may_be_cached_weakly(f):
-            # The target may keep f alive: kept until the next collection.
-            self._note_forgettable(closures, key)
+            # The target may keep f alive: kept until a collection starts.
+            self._note_forgettable(closures, key, f)
 
     def _resolve_partial(self, p):
         """A ``functools.partial`` (never cached: it holds the program's
@@ -407,6 +454,10 @@ class Runtime:
     def _dropper(self, target, callee):
         """A cached :class:`DropSelf` of ``target``, the target of
         ``callee`` (only for stable callees, which :meth:`resolve` caches)."""
+        if type(callee) is _FunctionType and not callables.lives_with_its_module(callee):
+            # (A function the program can drop dies when it drops it: kept
+            # here, even until the next collection, it would live on.)
+            return DropSelf(target)
         dropper = self._droppers.get(id(target))
         if dropper is None or dropper.target is not target:
             dropper = DropSelf(target)
@@ -418,13 +469,20 @@ class Runtime:
 
     def rewritten(self, function):
         """``function``'s body rewritten for this runtime (cached for
-        functions without a closure)."""
+        functions without a closure: in ``_bodies`` when it lives with its
+        module, else weakly, as ``_closures`` keeps targets)."""
         entry = self._bodies.get(function)
         if entry is not None and entry.matches(function):
             return entry.target
+        entry = self._weak_bodies.get(id(function))
+        if entry is not None and entry.ref() is function and entry.matches(function):
+            return entry.target
         body = engine.function_running(self.bind(engine.template_of(function, self)), function)
         if function.__closure__ is None:
-            self._keep(self._bodies, function, FunctionEntry(function, body), function)
+            if callables.lives_with_its_module(function):
+                self._keep(self._bodies, function, FunctionEntry(function, body))
+            else:
+                self._keep_weakly(self._weak_bodies, id(function), function, body)
         return body
 
     def bind(self, template, escapes=False):

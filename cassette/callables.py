@@ -749,9 +749,9 @@ def lives_with_its_module(obj):
       call made (no ``<locals>`` in its qualified name);
     * a static class, or one its module reaches by its qualified name
       through the classes' own namespaces;
-    * a builtin bound to such a class, and every other callee (builtins,
-      method descriptors: the C types that own them live with their
-      modules).
+    * a builtin bound to such a class, to a module or to nothing, and every
+      other callee but a builtin bound to an instance (builtins, method
+      descriptors: the C types that own them live with their modules).
 
     A function ``exec`` made in a namespace of its own (``namedtuple``'s
     ``__new__``), a local class, a class a call made (``namedtuple``
@@ -763,7 +763,9 @@ def lives_with_its_module(obj):
                 and is_module_namespace(obj.__globals__))
     if kind is BuiltinMethodType or kind is BuiltinCMethodType:
         owner = obj.__self__
-        return not is_class(owner) or lives_with_its_module(owner)
+        if is_class(owner):
+            return lives_with_its_module(owner)
+        return owner is None or ModuleType in class_mro(type(owner))
     if not is_class(obj) or not type_flags(obj) & HEAPTYPE_FLAG:
         return True
     qualname = static_attribute(obj, "__qualname__")
@@ -801,31 +803,54 @@ _MODULE_DICT = ModuleType.__dict__["__dict__"].__get__
 
 
 def may_be_cached_weakly(f):
-    """True when a target made of function ``f``'s code, globals and cells,
-    cached beside a weak reference to ``f`` (dropped when ``f`` dies),
-    cannot itself keep ``f`` alive: ``f`` lives with its module (then
-    nothing needs to die), or its globals are a loaded module's namespace
-    (``exec``'s namespace of its own holds ``f``), its code names neither
-    itself (a recursive local function's cell holds it) nor its class or
-    class namespace (``__class__`` of a method using ``super()``,
-    ``__classdict__`` of 3.14's ``__annotate__``: both hold it), and it carries no
-    attributes and no annotate function (3.14's dataclasses give
-    ``__init__`` one whose cell holds the class).  Paths through other
-    objects a cell holds are not looked for."""
+    """True when a target made of function ``f``'s code, globals, cells and
+    defaults, cached beside a weak reference to ``f`` (dropped when ``f``
+    dies), cannot itself keep ``f`` alive (``cassette.lifetimes``): its
+    globals are a loaded module's namespace (``exec``'s namespace of its own
+    holds ``f``), its names are strings, and what its cells, defaults and
+    keyword defaults hold is inert (:func:`is_inert`).  Anything else may
+    reach ``f`` back — a cell holding ``self`` whose object holds ``f``
+    (attrs' class builder), a recursive function's own cell, ``__class__``
+    of a method using ``super()``, a default naming a registry that holds
+    ``f`` — and is not looked through: the entry is then forgotten at
+    collections instead."""
     if not is_module_namespace(f.__globals__):
         return False
-    if "<locals>" not in f.__qualname__:
+    if type(f.__name__) is not str or type(f.__qualname__) is not str:
+        return False
+    for cell in f.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:          # empty
+            continue
+        if not is_inert(value):
+            return False
+    if not all(is_inert(value) for value in f.__defaults__ or ()):
+        return False
+    return all(is_inert(value) for value in (f.__kwdefaults__ or {}).values())
+
+
+#: The types whose instances refer to no object of the program's.
+INERT_TYPES = frozenset({type(None), bool, int, float, complex, str, bytes,
+                         type(Ellipsis), type(NotImplemented), ModuleType})
+
+
+def is_inert(value):
+    """True when ``value``, held by a function, reaches no object the program can
+    drop: a number, string or module, a builtin bound to no object or a
+    module, or a class or function that lives with its module (what a
+    module reaches lives as long as the module).  The Cython core's
+    ``_inert`` says the same."""
+    kind = type(value)
+    if kind in INERT_TYPES:
         return True
-    code = f.__code__
-    return (code.co_name not in code.co_freevars
-            and _CLASS_CELLS.isdisjoint(code.co_freevars)
-            and not f.__dict__ and getattr(f, "__annotate__", None) is None)
-
-
-# Cells the compiler gives functions of a class body: its class, and the
-# namespace it was made in (annotation scopes of 3.12+, 3.14's
-# ``__annotate__`` functions), which holds the class's functions.
-_CLASS_CELLS = frozenset({"__class__", "__classdict__", "__classdictcell__"})
+    if kind is type or type_flags(kind) & TYPE_SUBCLASS_FLAG:
+        return not type_flags(value) & HEAPTYPE_FLAG or lives_with_its_module(value)
+    if kind is BuiltinMethodType:
+        return value.__self__ is None or type(value.__self__) is ModuleType
+    if kind is FunctionType:
+        return lives_with_its_module(value)
+    return False
 
 
 def is_module_namespace(namespace):

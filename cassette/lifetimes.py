@@ -2,53 +2,74 @@
 
 A runtime caches what it decided for a callee (its target, its rewritten
 body) by the callee's identity, and a target refers to the callee's parts:
-its globals, its cells, the class itself.  For functions and classes that
-live as long as their module (``callables.lives_with_its_module``) that
-keeps nothing alive the program would free.  For what the program makes
-while it runs — a local class, a ``namedtuple`` made in a call, a function
-``exec`` made in a namespace of its own, a recursive local function — the
-cache would: the target holds the callee, so it can never become garbage.
+its globals, its cells, its defaults, the class itself.  The rule: **no
+cache is ever what keeps a program's object alive**, at any moment of a
+run.  Each entry is one of three kinds:
 
-Such objects always belong to reference cycles (a class is in its own
-``__mro__``; a function is in its globals or its cells), which only the
-cyclic garbage collector frees.  So runtimes keep them like everything
-else, note which entries they are, and drop those entries when a
-collection of the older generations starts (``gc.callbacks``): that
-collection — and every ``gc.collect()`` — then finds the program's objects
-exactly as unreachable as in a plain run, and frees them at the same
-moment.  The frequent collections of the youngest generation alone leave
-the entries be (re-making them that often costs a run that makes a class,
-as dataclasses' ``make_dataclass`` does, a tenth of its time): an object
-dropped young is freed by the next older collection instead, and a plain
-run's automatic collections come at other moments anyway (overdubbed code
-allocates other objects).  A runtime re-makes what it dropped the next time
-the program calls it.
+* held for good: the callee lives as long as a loaded module
+  (``callables.lives_with_its_module``), so whatever the entry reaches
+  the module reaches too;
+* held weakly: the entry dies with the callee (a weak reference's
+  callback), and what it holds cannot reach the callee back
+  (``callables.may_be_cached_weakly``), so the callee dies — by its
+  reference count or by a collection — exactly as in a plain run;
+* forgotten before collections: the entry may keep the callee alive (a
+  class's target holds the class; a closure's copy holds cells that may
+  reach it).  Such a callee is in a reference cycle (a class is in its own
+  ``__mro__``; a function its own parts reach is in one), which only the
+  cyclic garbage collector frees: runtimes drop those entries when a
+  collection starts (``gc.callbacks``), and the collection finds the
+  program's objects exactly as unreachable as plainly.  A callee that is
+  not in a cycle (a function held by nothing else) is never kept this
+  way: it must die the moment the program drops it.
+
+A collection of the youngest generation examines only the objects made
+since the previous collection; whatever survived one is older.  So at a
+young collection a runtime forgets only the entries it noted since the
+previous collection whose callee it has not seen survive one (a *young*
+entry); at a collection of the older generations it forgets them all.  A
+runtime re-makes what it dropped the next time the program calls it, and
+notes the callee as a survivor (weakly): its entry, made again, is then
+forgotten only by the older generations' collections — re-making every
+entry at each young collection cost a run that makes a class, as
+dataclasses' ``make_dataclass`` does, a tenth of its time.
+
+Where every collection examines every object (the free-threaded build),
+every collection forgets every entry.
 """
 
 from __future__ import annotations
 
 import gc
+import sysconfig
 
-# Runtimes holding entries to drop at the next collection.
+# Runtimes (and other holders) holding entries to drop at collections.
 _holders = []
 
+#: Every collection examines every object (the free-threaded build).
+EVERY_COLLECTION_IS_FULL = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
-def note_holder(runtime) -> None:
-    """Have ``runtime.forget_dynamic()`` called when the next collection of
-    the older generations starts.  A holder notes itself once until then
-    (a runtime keeps a flag; the core's propagator cache notes itself when
-    it stops being empty): each noting is one call back."""
+
+def note_holder(holder) -> None:
+    """Have ``holder.forget_dynamic(everything)`` called when the next
+    collection starts; ``everything``: the collection examines the older
+    generations too.  It returns whether the holder still holds entries to
+    forget (it stays noted then).  A holder notes itself once until it is
+    called back (a runtime keeps a flag; the core's propagator cache notes
+    itself when it stops being empty): each noting is one call back."""
     if not _holders and _forget_before_collecting not in gc.callbacks:
         gc.callbacks.append(_forget_before_collecting)
-    _holders.append(runtime)
+    _holders.append(holder)
 
 
 def _forget_before_collecting(phase, info):
-    """The ``gc.callbacks`` hook: at the start of a collection of generation
-    1 or 2, every noted runtime forgets (see the module's docstring)."""
-    if phase != "start" or not _holders or info["generation"] < 1:
+    """The ``gc.callbacks`` hook: at the start of every collection, every
+    noted holder forgets (see the module's docstring)."""
+    if phase != "start" or not _holders:
         return
+    everything = EVERY_COLLECTION_IS_FULL or info["generation"] >= 1
     holders = _holders[:]
     del _holders[:]
-    for runtime in holders:
-        runtime.forget_dynamic()
+    for holder in holders:
+        if holder.forget_dynamic(everything):
+            _holders.append(holder)

@@ -4,17 +4,19 @@
 # Part of cassette/_core.pyx (included there; see its map).
 
 cdef dict _propagators = {}     # callee -> (propagate or None, always)
-# The same for callees the program can drop (a local class), forgotten when
-# a collection of the older generations starts (cassette.lifetimes; noted
-# there whenever it stops being empty).
+# The same for classes the program can drop (a local class), forgotten when
+# a collection starts (cassette.lifetimes; noted there whenever it stops
+# being empty).  Other callees the program can drop are not kept: they may
+# die without a collection.
 cdef dict _dropped_propagators = {}
 
 
 cdef class _DroppedPropagators:
     """What ``lifetimes.note_holder`` calls back for ``_dropped_propagators``."""
 
-    def forget_dynamic(self):
+    def forget_dynamic(self, everything):
         _dropped_propagators.clear()
+        return False
 
 
 cdef _DroppedPropagators _dropped_propagators_holder = _DroppedPropagators()
@@ -33,7 +35,7 @@ cdef tuple _propagator_of(object callee):
         if _lives_with_its_module(callee):
             if len(_propagators) < 4096:
                 _propagators[callee] = found
-        elif len(_dropped_propagators) < 4096:
+        elif PyType_Check(callee) and len(_dropped_propagators) < 4096:
             if not _dropped_propagators:
                 lifetimes.note_holder(_dropped_propagators_holder)
             _dropped_propagators[callee] = found

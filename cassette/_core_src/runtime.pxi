@@ -26,22 +26,52 @@ cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
 cdef object _is_library_code = callables.is_library_code
 cdef object _plan = dispatch.plan
-# type -> (callables.instances_are_primitives(type), the type's version tag then)
+# The address of a type -> (callables.instances_are_primitives(type), the
+# type's version tag then).  By address, not by the type: the table must not
+# keep a class of the program's alive; version tags are never reused, so a
+# class made later at the same address has another (and 0 is never kept).
 cdef dict _PRIMITIVE_KINDS = {}
 
 
 cdef inline bint _instances_are_primitives(tp) except -1:
     cdef unsigned int version = cassette_class_version(<PyTypeObject *>tp)
-    cdef PyObject *known = PyDict_GetItemWithError(_PRIMITIVE_KINDS, tp)
+    key = PyLong_FromVoidPtr(<void *>tp)
+    cdef PyObject *known = PyDict_GetItemWithError(_PRIMITIVE_KINDS, key)
     if (known is not NULL and version != 0
             and <object>(<tuple>(<object>known))[1] == version):
         return (<tuple>(<object>known))[0] is True
     answer = callables.instances_are_primitives(tp)
+    version = cassette_class_version(<PyTypeObject *>tp)
     if version == 0:
         return answer
     if len(_PRIMITIVE_KINDS) >= 1024:
         _PRIMITIVE_KINDS.clear()
-    _PRIMITIVE_KINDS[tp] = (answer, cassette_class_version(<PyTypeObject *>tp))
+    _PRIMITIVE_KINDS[key] = (answer, version)
+    return answer
+
+
+# The same for callables.lives_with_its_module(class) (``_class_lives``).
+cdef dict _CLASSES_LIVING = {}
+
+
+cdef bint _class_lives(tp) except -1:
+    """``callables.lives_with_its_module(tp)`` for class ``tp``: True for a
+    static type, kept by address and version tag for a heap type."""
+    cdef unsigned int version
+    if not PyType_HasFeature(<PyTypeObject *>tp, Py_TPFLAGS_HEAPTYPE):
+        return True
+    version = cassette_class_version(<PyTypeObject *>tp)
+    key = PyLong_FromVoidPtr(<void *>tp)
+    cdef PyObject *known = PyDict_GetItemWithError(_CLASSES_LIVING, key)
+    if (known is not NULL and version != 0
+            and <object>(<tuple>(<object>known))[1] == version):
+        return (<tuple>(<object>known))[0] is True
+    answer = _lives_with_its_module(tp)
+    version = cassette_class_version(<PyTypeObject *>tp)
+    if version != 0:
+        if len(_CLASSES_LIVING) >= 1024:
+            _CLASSES_LIVING.clear()
+        _CLASSES_LIVING[key] = (answer, version)
     return answer
 cdef object _route_class = routing.route_class
 cdef object _route_callee = routing.route_callee
@@ -235,20 +265,19 @@ cdef class FunctionRecipe:
     cdef bint plain           # the target is the new function itself
     cdef bint suspendable     # a generator's, coroutine's or async generator's
     # Globals (a module's) for which ``callables.may_be_cached_weakly`` said
-    # yes of a function of this code, or None.  Asked once per globals: the
-    # rest of its answer is the code's (its names), and the function's
-    # attributes, which a function a recipe serves has none of
-    # (``_recipe_for``), and its annotate function, taken to be its code's
-    # alike.
+    # yes of a function of this code, or None: the part of its answer that
+    # depends on the globals, asked once per globals (the rest, the
+    # function's cells and defaults, is asked of each: ``_parts_inert``).
     cdef object weakly_cached_globals
 
     cdef object target_for(self, Runtime runtime, f):
         return _hooked_as(runtime, f, self.plan, self.enclosing, self.bound.function_like(f))
 
     cdef bint may_be_cached_weakly(self, f) except -1:
-        """``callables.may_be_cached_weakly(f)``, asked once per globals."""
+        """``callables.may_be_cached_weakly(f)``, its globals' part asked
+        once per globals."""
         if (<PyFunctionObject *>f).func_globals is <PyObject *>self.weakly_cached_globals:
-            return True
+            return _parts_inert(f)
         if not _cacheable_weakly(f):
             return False
         self.weakly_cached_globals = f.__globals__
@@ -330,11 +359,22 @@ cdef class MethodSite:
             return method
         cassette_learn_own_attributes(tp, self.name, &self.own[entry])
         if self.own[entry].known and not cassette_may_hold_own(obj, self.name, &self.own[entry]):
+            if not self.runtime._retained:
+                return method
             if self.descriptors is None:
                 self.descriptors = [None] * METHOD_SITE_CLASSES
             self.descriptors[entry] = <object>found
             self.versions[entry] = cassette_class_version(tp)
+            if not _class_lives(<object>tp):
+                # The descriptor (a function of the class) may keep it alive.
+                self.runtime._note_forgettable((self, entry, <object>tp), <object>tp)
         return method
+
+    cdef void forget(self, int entry, cls) noexcept:
+        """Forget what entry ``entry`` keeps, if it is still ``cls``'s."""
+        if self.classes[entry] == <PyTypeObject *>cls:
+            self.versions[entry] = 0
+            self.descriptors[entry] = None
 
 
 cdef inline object _address(object obj):
@@ -367,6 +407,57 @@ cdef bint _lives_with_its_module(callee) except -1:
 cdef bint _cacheable_weakly(f) except -1:
     """``callables.may_be_cached_weakly(f)``, asked as cassette's own work."""
     return cassette_own_call(_may_be_cached_weakly, f, None, 1) is True
+
+
+cdef extern from "Python.h":
+    PyObject *PyCell_GET(PyObject *)        # borrowed; NULL: empty
+
+
+cdef object _is_inert = callables.is_inert
+cdef object _NoneType = type(None)
+
+
+cdef inline bint _inert(PyObject *value) except -1:
+    """``callables.is_inert(value)``: the common answers here, the rest
+    asked as cassette's own work."""
+    cdef PyTypeObject *tp
+    if value is NULL or value == <PyObject *>None:
+        return True
+    tp = Py_TYPE(<object>value)
+    if (tp == <PyTypeObject *>int or tp == <PyTypeObject *>str or tp == <PyTypeObject *>float
+            or tp == <PyTypeObject *>bool or tp == <PyTypeObject *>bytes
+            or tp == <PyTypeObject *>ModuleType):
+        return True
+    if PyType_Check(<object>value):
+        return _class_lives(<object>value)
+    if (tp == <PyTypeObject *>FunctionType or tp == <PyTypeObject *>BuiltinFunctionType
+            or tp == <PyTypeObject *>complex):
+        return cassette_own_call(_is_inert, <object>value, None, 1) is True
+    return False
+
+
+cdef bint _parts_inert(f) except -1:
+    """What ``callables.may_be_cached_weakly(f)`` asks of function ``f``
+    beyond its globals: its names are strings, and its cells, defaults and
+    keyword defaults hold only inert values."""
+    cdef PyFunctionObject *function = <PyFunctionObject *>f
+    cdef Py_ssize_t i
+    if (Py_TYPE(<object>function.func_name) != <PyTypeObject *>str
+            or Py_TYPE(<object>function.func_qualname) != <PyTypeObject *>str):
+        return False
+    if function.func_closure is not NULL:
+        for cell in <tuple>(<object>function.func_closure):
+            if not _inert(PyCell_GET(<PyObject *>cell)):
+                return False
+    if function.func_defaults is not NULL:
+        for value in <tuple>(<object>function.func_defaults):
+            if not _inert(<PyObject *>value):
+                return False
+    if function.func_kwdefaults is not NULL:
+        for value in (<dict>(<object>function.func_kwdefaults)).values():
+            if not _inert(<PyObject *>value):
+                return False
+    return True
 
 
 cdef bint _may_hold_library_entries(exception) except -1:
@@ -478,12 +569,19 @@ cdef class Runtime:
     # weakly), by a hash of their address.
     cdef list _transient
     # The entries kept for functions and classes the program can drop whose
-    # targets may keep them alive — (cache, key), or (``_transient``, slot,
-    # entry) — forgotten when a collection of the older generations starts
-    # (``forget_dynamic``, ``cassette.lifetimes``); whether the runtime is
-    # noted there for that.
-    cdef list _dynamic
+    # targets may keep them alive — (cache, key, callee), (``_transient`` or
+    # ``_weak_bodies``' list, slot, entry), or (MethodSite, index, class) —
+    # forgotten when a collection starts (``forget_dynamic``,
+    # ``cassette.lifetimes``): the young ones (callee not seen to survive a
+    # collection) at every collection, the old ones at collections of the
+    # older generations; the callees seen to survive one, weakly, by
+    # address; whether the runtime is noted in ``lifetimes`` for that.
+    cdef list _young, _old
+    cdef dict _survivors
     cdef bint _holds_dynamic
+    # Bodies of functions the program can drop (FunctionEntry, held weakly),
+    # by a hash of their address (see ``_rewritten``).
+    cdef list _weak_bodies
     # Code bound here, by template (BoundCode); what calls functions of a
     # code object, by the code's address (FunctionRecipe, the code itself
     # when one function of it was seen, or _NO_RECIPE), and for
@@ -556,7 +654,10 @@ cdef class Runtime:
         self._functions = {}
         self._transient = [None] * TRANSIENT_ENTRIES
         self._recent = [None] * RECENT_CALLEES
-        self._dynamic = []
+        self._young = []
+        self._old = []
+        self._survivors = {}
+        self._weak_bodies = [None] * TRANSIENT_ENTRIES
         self._bodies = {}
         self._instance_calls = {}
         self._codes = {}
@@ -645,35 +746,80 @@ cdef class Runtime:
 
     cdef void _note_dynamic(self, dict cache, key, callee) except *:
         """After ``_keep``: note the entry under ``key``, made for ``callee``,
-        for ``forget_dynamic`` when the program can drop ``callee``."""
+        for ``forget_dynamic`` when the program can drop ``callee`` (a class:
+        entries of a function the program can drop are never kept in a
+        dict, which would keep it alive)."""
         if self._retained and not _lives_with_its_module(callee):
-            self._note_forgettable((cache, key))
+            self._note_forgettable((cache, key, callee), callee)
 
-    cdef void _note_forgettable(self, tuple noted) except *:
-        if len(self._dynamic) >= CACHE_MAX:     # no collection for long
-            self.forget_dynamic()
-        self._dynamic.append(noted)
+    cdef void _note_forgettable(self, tuple noted, callee) except *:
+        """Note an entry kept for ``callee`` that may keep it alive, to be
+        forgotten at the next collection, or at the next of the older
+        generations once ``callee`` was seen to survive one."""
+        cdef PyObject *ref
+        if len(self._young) + len(self._old) >= CACHE_MAX:     # no collection for long
+            self.forget_dynamic(True)
+        ref = PyDict_GetItemWithError(self._survivors, _address(callee))
+        if ref is not NULL and cassette_weakref_target(<object>ref) == <PyObject *>callee:
+            self._old.append(noted)
+        else:
+            self._young.append(noted)
         if not self._holds_dynamic:
             self._holds_dynamic = True
             lifetimes.note_holder(self)
 
-    def forget_dynamic(self):
+    def forget_dynamic(self, bint everything):
         """Drop the entries kept for functions and classes the program can
         drop whose targets may keep them alive: a garbage collection is
         starting, which must find the program's objects as unreachable as
-        in a plain run (``cassette.lifetimes``)."""
+        in a plain run (``cassette.lifetimes``) — of the youngest generation
+        only, unless ``everything``: then the entries of callees seen to
+        survive a collection go too.  Whether entries are left to forget."""
         cdef tuple noted
-        cdef bint in_dicts = False
-        self._holds_dynamic = False
-        dynamic, self._dynamic = self._dynamic, []
-        for noted in dynamic:
-            if len(noted) == 2:
-                (<dict>noted[0]).pop(noted[1], None)
-                in_dicts = True
-            elif (<list>noted[0])[<Py_ssize_t>noted[1]] is noted[2]:
-                (<list>noted[0])[<Py_ssize_t>noted[1]] = None
-        if in_dicts:
-            self._recent = [None] * RECENT_CALLEES
+        cdef Py_ssize_t slot
+        cdef PyObject *found
+        noted_entries, self._young = self._young, []
+        if everything:
+            noted_entries.extend(self._old)
+            self._old = []
+            if len(self._survivors) >= CACHE_MAX // 4:
+                self._survivors = {key: ref for key, ref in self._survivors.items()
+                                   if cassette_weakref_target(ref) != <PyObject *>None}
+        for noted in noted_entries:
+            holder = noted[0]
+            if type(holder) is dict:
+                (<dict>holder).pop(noted[1], None)
+                callee = noted[2]
+                # The last answer for it, if ``_recent`` has it.
+                slot = _address_slot(<void *>callee, RECENT_CALLEES_BITS)
+                found = cassette_list_item(<PyObject *>self._recent, slot)
+                if found != <PyObject *>None and (<Recent>found).callee is callee:
+                    self._recent[slot] = None
+            elif type(holder) is list:
+                if (<list>holder)[<Py_ssize_t>noted[1]] is not noted[2]:
+                    continue
+                (<list>holder)[<Py_ssize_t>noted[1]] = None
+                callee = <object>cassette_weakref_target((<FunctionEntry>noted[2]).ref)
+            else:
+                (<MethodSite>holder).forget(<int>noted[1], noted[2])
+                callee = noted[2]
+            self._note_survivor(callee)
+        self._holds_dynamic = len(self._old) != 0
+        return self._holds_dynamic
+
+    cdef void _note_survivor(self, callee) except *:
+        """Remember (weakly) that ``callee``, whose entry a collection about
+        to start made the runtime forget, existed before it: if it survives,
+        it is no longer young."""
+        if callee is None:
+            return
+        try:
+            ref = PyWeakref_NewRef(callee, None)
+        except TypeError:       # (a builtin bound to a class: made young again)
+            return
+        if len(self._survivors) >= CACHE_MAX:
+            self._survivors.clear()
+        self._survivors[_address(callee)] = ref
 
     cdef inline void _remember(self, Py_ssize_t slot, callee, target,
                                FunctionEntry entry) except *:
@@ -984,7 +1130,8 @@ cdef class Runtime:
     cdef _keep_transient(self, Py_ssize_t slot, f, target, bint weakly):
         """Keep ``target`` for ``f`` until ``f`` dies — or, unless
         ``weakly`` (``callables.may_be_cached_weakly``: the target cannot
-        keep ``f`` alive itself), until the next garbage collection."""
+        keep ``f`` alive itself), until a collection starts
+        (``forget_dynamic``)."""
         cdef FunctionEntry entry
         if not self._retained:
             return
@@ -994,7 +1141,7 @@ cdef class Runtime:
         entry.target = target
         self._transient[slot] = entry
         if not weakly:
-            self._note_forgettable((self._transient, slot, entry))
+            self._note_forgettable((self._transient, slot, entry), f)
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
@@ -1142,7 +1289,10 @@ cdef class Runtime:
             return (<tuple>entry)[1]    # the entry keeps target: its id is not reused
         if (type(callee) is MethodType
                 or (not PyType_Check(callee) and not _may_be_module_global(callee))
-                or not _is_stable(callee)):
+                or not _is_stable(callee)
+                or (type(callee) is FunctionType and not _lives_with_its_module(callee))):
+            # (A function the program can drop dies when it drops it: kept
+            # here, even until the next collection, it would live on.)
             return cassette_dropself_new(target)
         entry = (target, cassette_dropself_new(target))
         self._keep(self._droppers, key, entry)
@@ -1155,20 +1305,35 @@ cdef class Runtime:
         return self._rewritten(function)
 
     cdef object _rewritten(self, function):
+        """The body of ``function`` (without a closure, cached: in
+        ``_bodies`` when it lives with its module, else weakly, as
+        ``_transient`` keeps targets)."""
         cdef FunctionEntry entry
+        cdef Py_ssize_t slot = _address_slot(<void *>function, TRANSIENT_BITS)
         found = self._bodies.get(function)
         if found is not None:
             entry = <FunctionEntry>found
             if entry.matches(function):
                 return entry.target
+        found = self._weak_bodies[slot]
+        if found is not None:
+            entry = <FunctionEntry>found
+            if (cassette_weakref_target(entry.ref) is <PyObject *>function
+                    and entry.matches(function)):
+                return entry.target
         template = cassette_own_call(engine.template_of, function, self, 2)
         body = self._bound_code(template).function_like(function)
-        if function.__closure__ is None:
+        if function.__closure__ is None and self._retained:
             entry = FunctionEntry()
             entry.record(function)
             entry.target = body
-            self._keep(self._bodies, function, entry)
-            self._note_dynamic(self._bodies, function, function)
+            if _lives_with_its_module(function):
+                self._keep(self._bodies, function, entry)
+            else:
+                entry.ref = PyWeakref_NewRef(function, _forget_entry(self._weak_bodies, slot))
+                self._weak_bodies[slot] = entry
+                if not _cacheable_weakly(function):
+                    self._note_forgettable((self._weak_bodies, slot, entry), function)
         return body
 
     def bind(self, template, escapes=False):

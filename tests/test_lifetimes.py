@@ -1,0 +1,262 @@
+"""Cassette's caches are never what keeps a program's object alive, at any
+moment of an overdubbed run (docs/overdub.md, "What is cached, and for how
+long").
+
+Each program below makes objects, drops them and observes, inside the run,
+whether they are gone: after the last reference is dropped (objects outside
+any reference cycle die at once), after a collection of the youngest
+generation only (``gc.collect(0)``) and after a full one.  The automatic
+collections are off while a program runs (``gc.disable``): what it makes is
+then in the youngest generation until it collects, overdubbed as plainly,
+however many objects cassette allocates meanwhile.  Every observation must
+be the plain run's, on the first overdub and with warm caches, under a
+context that defines nothing, a counting prehook and tagging.
+"""
+
+import gc
+import sys
+import weakref
+
+import pytest
+
+import cassette
+
+
+class Builder:
+    """attrs' ``_ClassBuilder`` in short: closures it makes refer to it,
+    and it holds them; ``build`` makes a new class replacing the original."""
+
+    def __init__(self, cls):
+        self.cls, self.hooks = cls, []
+
+    def add(self):
+        def attach(c):
+            return self.cls
+        self.hooks.append(attach)
+        return self
+
+    def build(self):
+        for hook in self.hooks:
+            hook(None)
+        return type(self.cls.__name__, self.cls.__bases__, {})
+
+
+def subclasses_after_collections(make):
+    """Call ``make()``, which returns a base class and drops the rest of
+    what it made; how many subclasses the base has after a young collection
+    and after a full one."""
+    gc.collect()
+    base = make()
+    young = len(base.__subclasses__())
+    gc.collect(0)
+    after_young = len(base.__subclasses__())
+    gc.collect()
+    return young, after_young, len(base.__subclasses__())
+
+
+def class_replaced_by_a_builder():
+    # The issue's reproducer (attrs' slots=True): the original subclass,
+    # held by the builder's closures, is garbage once the builder is.
+    def make():
+        class C:
+            pass
+
+        class C2(C):
+            pass
+        C2 = Builder(C2).add().build()      # noqa: F841
+        return C
+    return subclasses_after_collections(make)
+
+
+def class_replaced_after_a_builder_ran_twice():
+    # The same builder code run again: its code's recipe now makes targets.
+    def make():
+        class C:
+            pass
+        for _ in range(3):
+            class C2(C):
+                pass
+            C2 = Builder(C2).add().add().build()
+        return C
+    return subclasses_after_collections(make)
+
+
+def closure_over_a_class_in_a_list_the_class_holds():
+    # The closure's cell holds the class, the class holds the list, the
+    # list holds the closure: one cycle, garbage once the names are gone.
+    def make():
+        class Base:
+            pass
+
+        class C(Base):
+            pass
+        hooks = C.hooks = []
+
+        def attach():
+            return C
+        hooks.append(attach)
+        for hook in hooks * 3:
+            hook()
+        return Base
+    return subclasses_after_collections(make)
+
+
+def closure_with_a_default_reaching_it():
+    # A default (not a cell) reaches the function back.
+    def make():
+        class Base:
+            pass
+
+        class C(Base):
+            registry = []
+
+        def attach(registry=C.registry):
+            return registry
+        C.registry.append(attach)
+        attach()
+        attach()
+        return Base
+    return subclasses_after_collections(make)
+
+
+def function_made_by_exec_in_its_own_namespace():
+    gc.collect()
+    namespace = {}
+    exec("def f(x):\n    return x + 1\n", namespace)
+    f = namespace["f"]
+    total = f(1) + f(2) + sum(f(i) for i in range(3))
+    ref = weakref.ref(f)
+    del f, namespace
+    gc.collect(0)
+    after_young = ref() is None
+    gc.collect()
+    return total, after_young, ref() is None
+
+
+def slots_dataclass_replacing_its_class():
+    # CPython 3.14's test_dataclasses.test_original_class_is_gced: the
+    # class dataclass(slots=True) replaces is garbage (what a plain run
+    # of this release finds).
+    import dataclasses
+
+    gc.collect()
+
+    def make():
+        @dataclasses.dataclass(slots=True)
+        class SlotsTest:
+            x: int
+
+            def method(self) -> int:
+                return self.x
+        return SlotsTest
+    made = make()
+    assert made(3).method() == 3
+    line = make.__code__.co_firstlineno + 1
+
+    def candidates():
+        return len([cls for cls in object.__subclasses__()
+                    if cls.__name__ == "SlotsTest" and cls.__firstlineno__ == line])
+    young = candidates()
+    gc.collect(0)
+    after_young = candidates()
+    gc.collect()
+    return young, after_young, candidates()
+
+
+def local_function_dropped():
+    # A local function outside any cycle dies when its last name goes.
+    def make():
+        def g(x):
+            return x * 2
+        return g
+    g = make()
+    total = g(1) + g(2)
+    ref = weakref.ref(g)
+    del g
+    return total, ref() is None
+
+
+def local_function_called_as_an_attribute():
+    class Holder:
+        pass
+    holder = Holder()
+
+    def g():
+        return 5
+    holder.g = g
+    total = holder.g() + holder.g()
+    ref = weakref.ref(g)
+    del holder.g, g
+    return total, ref() is None
+
+
+def callable_instance_of_a_local_class():
+    gc.collect()
+
+    class Base:
+        pass
+
+    def make():
+        class Call(Base):
+            def __call__(self, x):
+                return x + 1
+        return Call()
+    call = make()
+    total = call(1) + call(2)
+    del call
+    young = len(Base.__subclasses__())
+    gc.collect(0)
+    return total, young, len(Base.__subclasses__())
+
+
+PROGRAMS = [class_replaced_by_a_builder, class_replaced_after_a_builder_ran_twice,
+            closure_over_a_class_in_a_list_the_class_holds, closure_with_a_default_reaching_it,
+            function_made_by_exec_in_its_own_namespace, local_function_dropped,
+            local_function_called_as_an_attribute, callable_instance_of_a_local_class]
+if sys.version_info >= (3, 13):        # (__firstlineno__ is 3.13's)
+    PROGRAMS.append(slots_dataclass_replacing_its_class)
+
+
+class Nothing(cassette.Context):
+    pass
+
+
+class Counting(cassette.Context):
+    def prehook(self, f, *args, **kwargs):
+        self.metadata[0] += 1
+
+
+def without_automatic_collections(program, *args):
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return program(*args)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda program: program.__name__)
+@pytest.mark.parametrize("kind", ["nothing", "prehook", "tagging"])
+def test_what_the_program_drops_is_gone_inside_the_run(program, kind):
+    expected = without_automatic_collections(program)
+    ctx = Counting(metadata=[0]) if kind == "prehook" else Nothing()
+    observed = []
+    for _ in range(3):      # the first run, then with the caches warm
+        run = cassette.enabletagging(ctx, program) if kind == "tagging" else ctx
+        observed.append(without_automatic_collections(cassette.overdub, run, program))
+    assert observed == [expected] * 3
+
+
+def test_the_issues_reproducer():
+    # Issue 35, item 3, as filed: 1 subclass left plainly and overdubbed.
+    def t():
+        class C:
+            pass
+
+        class C2(C):
+            pass
+        C2 = Builder(C2).add().build()      # noqa: F841
+        gc.collect()
+        return len(C.__subclasses__())
+    assert (t(), cassette.overdub(Nothing(), t)) == (1, 1)
