@@ -285,9 +285,20 @@ class Runtime:
         return target
 
     def _made_by(self, recipe, f):
-        """The target of function ``f`` by its code's recipe."""
+        """The target of function ``f`` by its code's recipe.  Hooked, the
+        hooks' wrapper refers to ``f`` and is made for the call; the body is
+        kept for ``f`` (weakly), so a frame that outlives the call refers to
+        what ``f`` keeps, as plainly."""
         code, plan, enclosing = recipe
-        return engine.hooked_as(self, f, plan, enclosing, engine.function_running(code, f))
+        if plan is None and not enclosing:
+            return engine.function_running(code, f)
+        entry = self._weak_bodies.get(id(f))
+        if entry is not None and entry.ref() is f and entry.matches(f):
+            body = entry.target
+        else:
+            body = engine.function_running(code, f)
+            self._keep_weakly(self._weak_bodies, id(f), f, body)
+        return engine.hooked_as(self, f, plan, enclosing, body)
 
     def _keep_closure(self, key, f, target):
         self._keep_weakly(self._closures, key, f, target)
@@ -468,9 +479,9 @@ class Runtime:
         return engine.target(self, f)
 
     def rewritten(self, function):
-        """``function``'s body rewritten for this runtime (cached for
-        functions without a closure: in ``_bodies`` when it lives with its
-        module, else weakly, as ``_closures`` keeps targets)."""
+        """``function``'s body rewritten for this runtime, cached: in
+        ``_bodies`` when it has no closure and lives with its module, else
+        weakly, as ``_closures`` keeps targets."""
         entry = self._bodies.get(function)
         if entry is not None and entry.matches(function):
             return entry.target
@@ -478,11 +489,10 @@ class Runtime:
         if entry is not None and entry.ref() is function and entry.matches(function):
             return entry.target
         body = engine.function_running(self.bind(engine.template_of(function, self)), function)
-        if function.__closure__ is None:
-            if callables.lives_with_its_module(function):
-                self._keep(self._bodies, function, FunctionEntry(function, body))
-            else:
-                self._keep_weakly(self._weak_bodies, id(function), function, body)
+        if function.__closure__ is None and callables.lives_with_its_module(function):
+            self._keep(self._bodies, function, FunctionEntry(function, body))
+        else:
+            self._keep_weakly(self._weak_bodies, id(function), function, body)
         return body
 
     def bind(self, template, escapes=False):

@@ -242,12 +242,7 @@ def test_what_a_program_makes_and_drops_is_collected(program, kind):
                     "there, the pure-Python runtime's, whose frames sit between the "
                     "program's (docs/overdub.md, The pure-Python runtime)")
 @pytest.mark.parametrize("kind", [
-    "nothing",
-    pytest.param("prehook", marks=pytest.mark.xfail(
-        strict=True, reason="cassette's limit, not fixed yet: a hooked function of code "
-        "met before is called through a rewritten copy made for that call, garbage with "
-        "its frame (docs/overdub.md)")),
-    "tagging"])
+    "nothing", "prehook", "tagging"])
 def test_a_collection_finds_the_garbage_it_finds_plainly(kind):
     expected = garbage_a_collection_finds()
     ctx = Counting(metadata=[0]) if kind == "prehook" else Nothing()

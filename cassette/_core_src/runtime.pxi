@@ -271,7 +271,12 @@ cdef class FunctionRecipe:
     cdef object weakly_cached_globals
 
     cdef object target_for(self, Runtime runtime, f):
-        return _hooked_as(runtime, f, self.plan, self.enclosing, self.bound.function_like(f))
+        if self.plain:
+            return self.bound.function_like(f)
+        # Hooked: the hooks' wrapper refers to ``f`` and is made for the
+        # call; the body is kept for ``f`` (``Runtime._weak_bodies``), so a
+        # frame that outlives the call refers to what ``f`` keeps, as plainly.
+        return _hooked_as(runtime, f, self.plan, self.enclosing, runtime._body_by(self, f))
 
     cdef bint may_be_cached_weakly(self, f) except -1:
         """``callables.may_be_cached_weakly(f)``, its globals' part asked
@@ -1305,9 +1310,9 @@ cdef class Runtime:
         return self._rewritten(function)
 
     cdef object _rewritten(self, function):
-        """The body of ``function`` (without a closure, cached: in
-        ``_bodies`` when it lives with its module, else weakly, as
-        ``_transient`` keeps targets)."""
+        """The body of ``function``, cached: in ``_bodies`` when it has no
+        closure and lives with its module, else weakly, as ``_transient``
+        keeps targets."""
         cdef FunctionEntry entry
         cdef Py_ssize_t slot = _address_slot(<void *>function, TRANSIENT_BITS)
         found = self._bodies.get(function)
@@ -1323,18 +1328,42 @@ cdef class Runtime:
                 return entry.target
         template = cassette_own_call(engine.template_of, function, self, 2)
         body = self._bound_code(template).function_like(function)
-        if function.__closure__ is None and self._retained:
-            entry = FunctionEntry()
-            entry.record(function)
-            entry.target = body
-            if _lives_with_its_module(function):
+        if function.__closure__ is None and _lives_with_its_module(function):
+            if self._retained:
+                entry = FunctionEntry()
+                entry.record(function)
+                entry.target = body
                 self._keep(self._bodies, function, entry)
-            else:
-                entry.ref = PyWeakref_NewRef(function, _forget_entry(self._weak_bodies, slot))
-                self._weak_bodies[slot] = entry
-                if not _cacheable_weakly(function):
-                    self._note_forgettable((self._weak_bodies, slot, entry), function)
+        else:
+            self._keep_body_weakly(slot, function, body, _cacheable_weakly(function))
         return body
+
+    cdef object _body_by(self, FunctionRecipe recipe, f):
+        """The body of ``f``, whose code ``recipe`` serves: kept weakly."""
+        cdef FunctionEntry entry
+        cdef Py_ssize_t slot = _address_slot(<void *>f, TRANSIENT_BITS)
+        found = self._weak_bodies[slot]
+        if found is not None:
+            entry = <FunctionEntry>found
+            if cassette_weakref_target(entry.ref) is <PyObject *>f and entry.matches(f):
+                return entry.target
+        body = recipe.bound.function_like(f)
+        self._keep_body_weakly(slot, f, body, recipe.may_be_cached_weakly(f))
+        return body
+
+    cdef void _keep_body_weakly(self, Py_ssize_t slot, function, body, bint weakly) except *:
+        """Keep ``body`` for ``function`` in ``_weak_bodies`` until it dies
+        — or, unless ``weakly``, until a collection starts."""
+        cdef FunctionEntry entry
+        if not self._retained:
+            return
+        entry = FunctionEntry()
+        entry.record(function)
+        entry.target = body
+        entry.ref = PyWeakref_NewRef(function, _forget_entry(self._weak_bodies, slot))
+        self._weak_bodies[slot] = entry
+        if not weakly:
+            self._note_forgettable((self._weak_bodies, slot, entry), function)
 
     def bind(self, template, escapes=False):
         """``template``'s code with its slots bound to this runtime, the
