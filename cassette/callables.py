@@ -781,6 +781,25 @@ def lives_with_its_module(obj):
     return False
 
 
+def class_lives_with_its_module(cls):
+    """:func:`lives_with_its_module` of class ``cls``, remembered (by
+    address, beside a weak reference, so as to keep no class alive) while
+    ``cls`` lives."""
+    if not type_flags(cls) & HEAPTYPE_FLAG:
+        return True
+    known = _classes_living.get(id(cls))
+    if known is not None and known[0]() is cls:
+        return known[1]
+    answer = lives_with_its_module(cls)
+    if len(_classes_living) >= 4096:
+        _classes_living.clear()
+    _classes_living[id(cls)] = (weakref.ref(cls), answer)
+    return answer
+
+
+_classes_living = {}    # id(class) -> (weak reference to it, lives_with_its_module's answer)
+
+
 def _reaches(module, qualname, obj):
     """Whether ``module`` holds ``obj`` at ``qualname``, through the
     namespaces of the classes along the way."""

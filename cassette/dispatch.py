@@ -429,6 +429,11 @@ class Selector:
                 if a.__class__ is not type(a) and not (TAGGED is not None
                                                        and issubclass(type(a), TAGGED)):
                     return found
+            for t in key:
+                # A class the program can drop is never a key: the cache
+                # would keep it alive (cassette.lifetimes).
+                if callables.is_class(t) and not callables.class_lives_with_its_module(t):
+                    return found
             if len(cache) >= _SELECT_CACHE_MAX:
                 cache.clear()
             cache[key] = found

@@ -10,10 +10,12 @@ collections are off while a program runs (``gc.disable``): what it makes is
 then in the youngest generation until it collects, overdubbed as plainly,
 however many objects cassette allocates meanwhile.  Every observation must
 be the plain run's, on the first overdub and with warm caches, under a
-context that defines nothing, a counting prehook and tagging.
+context that defines nothing, a counting prehook, a handler chosen by
+argument types and tagging.
 """
 
 import gc
+import operator
 import sys
 import weakref
 
@@ -209,10 +211,30 @@ def callable_instance_of_a_local_class():
     return total, young, len(Base.__subclasses__())
 
 
+def local_class_met_by_a_handler_chosen_by_types():
+    # A handler chosen by argument types (Typed below): a selector's cache
+    # by types must not keep the class.
+    gc.collect()
+
+    class Base:
+        pass
+
+    def make():
+        class Number(Base):
+            def __add__(self, other):
+                return 3
+        return Number() + 1 + 2
+    total = make()
+    young = len(Base.__subclasses__())
+    gc.collect(0)
+    return total, young, len(Base.__subclasses__())
+
+
 PROGRAMS = [class_replaced_by_a_builder, class_replaced_after_a_builder_ran_twice,
             closure_over_a_class_in_a_list_the_class_holds, closure_with_a_default_reaching_it,
             function_made_by_exec_in_its_own_namespace, local_function_dropped,
-            local_function_called_as_an_attribute, callable_instance_of_a_local_class]
+            local_function_called_as_an_attribute, callable_instance_of_a_local_class,
+            local_class_met_by_a_handler_chosen_by_types]
 if sys.version_info >= (3, 13):        # (__firstlineno__ is 3.13's)
     PROGRAMS.append(slots_dataclass_replacing_its_class)
 
@@ -226,6 +248,20 @@ class Counting(cassette.Context):
         self.metadata[0] += 1
 
 
+class Typed(cassette.Context):
+    """A context whose handler is chosen by argument types."""
+
+
+@cassette.execute.register(Typed, operator.add, int, int)
+def _add_ints(ctx, f, a, b):
+    return f(a, b)
+
+
+def context_of(kind):
+    return {"nothing": Nothing, "typed": Typed, "tagging": Nothing}.get(kind, Counting)(
+        metadata=[0])
+
+
 def without_automatic_collections(program, *args):
     enabled = gc.isenabled()
     gc.disable()
@@ -237,10 +273,10 @@ def without_automatic_collections(program, *args):
 
 
 @pytest.mark.parametrize("program", PROGRAMS, ids=lambda program: program.__name__)
-@pytest.mark.parametrize("kind", ["nothing", "prehook", "tagging"])
+@pytest.mark.parametrize("kind", ["nothing", "prehook", "typed", "tagging"])
 def test_what_the_program_drops_is_gone_inside_the_run(program, kind):
     expected = without_automatic_collections(program)
-    ctx = Counting(metadata=[0]) if kind == "prehook" else Nothing()
+    ctx = context_of(kind)
     observed = []
     for _ in range(3):      # the first run, then with the caches warm
         run = cassette.enabletagging(ctx, program) if kind == "tagging" else ctx
