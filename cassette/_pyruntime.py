@@ -142,9 +142,9 @@ class Runtime:
         if len(self._young) + len(self._old) >= CACHE_MAX:     # no collection for long
             self.forget_dynamic(True)
         survivor = self._survivors.get(id(callee))
-        # (A function is noted by its entry's weak reference: it may die
-        # before any collection.)
-        noted = (cache, key, None if type(callee) is _FunctionType else callee)
+        # (A function is noted by its entry, which holds it weakly: it may
+        # die before any collection.)
+        noted = (cache, key, cache[key] if type(callee) is _FunctionType else callee)
         if survivor is not None and survivor() is callee:
             self._old.append(noted)
         else:
@@ -169,11 +169,15 @@ class Runtime:
                                    if ref() is not None}
         survivors = self._survivors
         for cache, key, callee in noted:
-            entry = cache.pop(key, None)
-            if callee is None:
-                callee = entry.ref() if type(entry) is FunctionEntry else None
+            if type(callee) is FunctionEntry:
+                if cache.get(key) is not callee:
+                    continue        # (dropped with its function, or replaced)
+                del cache[key]
+                callee = callee.ref()
                 if callee is None:
                     continue
+            else:
+                cache.pop(key, None)
             try:
                 ref = weakref.ref(callee)
             except TypeError:       # (a builtin bound to a class: made young again)

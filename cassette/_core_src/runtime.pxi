@@ -419,7 +419,6 @@ cdef extern from "Python.h":
 
 
 cdef object _is_inert = callables.is_inert
-cdef object _NoneType = type(None)
 
 
 cdef inline bint _inert(PyObject *value) except -1:
@@ -446,7 +445,6 @@ cdef bint _parts_inert(f) except -1:
     beyond its globals: its names are strings, and its cells, defaults and
     keyword defaults hold only inert values."""
     cdef PyFunctionObject *function = <PyFunctionObject *>f
-    cdef Py_ssize_t i
     if (Py_TYPE(<object>function.func_name) != <PyTypeObject *>str
             or Py_TYPE(<object>function.func_qualname) != <PyTypeObject *>str):
         return False
