@@ -296,3 +296,33 @@ def test_the_issues_reproducer():
         gc.collect()
         return len(C.__subclasses__())
     assert (t(), cassette.overdub(Nothing(), t)) == (1, 1)
+
+
+def test_which_functions_may_be_cached_weakly():
+    # callables.may_be_cached_weakly: nothing a cached copy holds can reach
+    # the function back — its cells and defaults hold only inert values.
+    from cassette import callables
+
+    class Local:
+        pass
+    number, text, holder = 3, "x", Builder(Local)
+
+    def over_inert(a=1, *, b="b"):
+        return number, text, sys, len, Builder, callables.is_inert
+
+    def over_an_object():
+        return holder
+
+    def over_a_local_class():
+        return Local
+
+    def with_a_default(registry=[]):
+        return registry
+    namespace = {}
+    exec("def made():\n    return 1\n", namespace)
+    weakly = [over_inert]
+    not_weakly = [over_an_object, over_a_local_class, with_a_default, namespace["made"]]
+    assert [callables.may_be_cached_weakly(f) for f in weakly] == [True]
+    assert [callables.may_be_cached_weakly(f) for f in not_weakly] == [False] * 4
+    assert not callables.lives_with_its_module([].append)
+    assert callables.lives_with_its_module(sys.getrecursionlimit)
