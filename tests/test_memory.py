@@ -237,13 +237,15 @@ def test_what_a_program_makes_and_drops_is_collected(program, kind):
         assert cassette.overdub(run, program) == expected
 
 
-@pytest.mark.skipif(cassette.entry.IMPLEMENTATION == "python" and sys.version_info < (3, 13),
-                    reason="on 3.11 and 3.12 a frame outliving its call may hold its caller's: "
-                    "there, the pure-Python runtime's, whose frames sit between the "
-                    "program's (docs/overdub.md, The pure-Python runtime)")
-@pytest.mark.parametrize("kind", [
-    "nothing", "prehook", "tagging"])
+@pytest.mark.parametrize("kind", ["nothing", "prehook", "tagging"])
 def test_a_collection_finds_the_garbage_it_finds_plainly(kind):
+    if cassette.entry.IMPLEMENTATION == "python" and (sys.version_info < (3, 13)
+                                                      or kind == "prehook"):
+        pytest.skip("a frame outliving its call holds its caller's (on 3.11 and 3.12 "
+                    "maybe, on 3.13+ when its caller has returned): under the pure-Python "
+                    "runtime, one of its own frames, which sit between the program's — "
+                    "under a hooking context, its hook wrapper's (docs/overdub.md, "
+                    "The pure-Python runtime)")
     expected = garbage_a_collection_finds()
     ctx = Counting(metadata=[0]) if kind == "prehook" else Nothing()
     counts = []
