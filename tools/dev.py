@@ -570,8 +570,8 @@ def ensure_installed(interp, extras):
 def extra_requirements(interp, venv, extras):
     """The requirements pyproject.toml lists in ``extras`` (read by the
     venv's Python, >= 3.11, which has tomllib)."""
-    code = ("import json, sys, tomllib; extras = tomllib.load(open('pyproject.toml', 'rb'))"
-            "['project']['optional-dependencies']; "
+    code = ("import json, pathlib, sys, tomllib; extras = tomllib.loads("
+            "pathlib.Path('pyproject.toml').read_text())['project']['optional-dependencies']; "
             "print(json.dumps([r for e in sys.argv[1:] for r in extras[e]]))")
     out = subprocess.run(
         [str(c) for c in interp.command(venv_python(venv), "-c", code, *extras)],
