@@ -24,8 +24,10 @@ Usage (from anywhere; paths are relative to the repository root)::
     ``3.14.Nd cython`` of the table.  Its venv has cassette (the core built
     for it: ``_core.cpython-314d-*.so``) and the ``test`` extra less numpy,
     scipy and pandas (``NO_DEBUG_WHEELS``: they publish wheels for release
-    builds only; the tests needing them skip, saying so).  ``3.15d`` runs
-    the same way when named (``--python 3.15d``).  The installs,
+    builds only; the tests needing them skip, saying so).  That run leaves
+    out ``DEBUG_IGNORED`` (mypy on the typed API and the tests of this
+    tool: no core in their process, minutes on a debug build).  ``3.15d``
+    runs the same way when named (``--python 3.15d``).  The installs,
     then the runs, go one per core at a time (at most four; ``--jobs N`` sets
     it), each run's output printed whole under its header when it ends (with
     one job, live).
@@ -123,6 +125,10 @@ NO_DEBUG_WHEELS = ("numpy", "scipy", "pandas")
 # The soak test's calls per context (tests/test_soak.py) in the runs named
 # here; every other run makes the test's smaller default count.
 SOAK_FULL_RUNS = {("3.14d", "cython"), ("3.13", "cython")}
+# What a debug build's run leaves out: tests that do not run the core in
+# their process and cost minutes there (mypy checking the typed API, pure
+# Python on a debug build; the developer tool itself).
+DEBUG_IGNORED = ("tests/test_typing.py", "tests/test_dev_tool.py")
 SOAK_FULL_CALLS = "100000"
 BENCH_VERSION = "3.12"
 # Files whose change requires reinstalling (and so rebuilding) the project.
@@ -755,6 +761,14 @@ def run_kinds(version):
     return DEBUG_RUN_KINDS if version in DEBUG_PYTHONS else RUN_KINDS
 
 
+def debug_run_arguments(version, pytest_args):
+    """A debug build's run leaves out DEBUG_IGNORED (unless the arguments
+    name what to run)."""
+    if version not in DEBUG_PYTHONS or names_paths(pytest_args):
+        return list(pytest_args)
+    return ["--ignore=%s" % path for path in DEBUG_IGNORED] + list(pytest_args)
+
+
 def soak_environment(version, core):
     """The variables a run gets for tests/test_soak.py: the full count of
     calls in the SOAK_FULL_RUNS, the test's own default elsewhere."""
@@ -775,7 +789,7 @@ def run_versions(versions, jobs, pytest_args, mounts):
     a debug build), mounting what the Debian interpreters need on
     ``mounts`` once they exist, ``jobs`` at a time; the RunResults, in the
     order of the versions."""
-    runs = []           # (title, label, python, pure, environment) of each run to make
+    runs = []           # (title, label, python, pure, environment, pytest args) of each run
     failed = {}         # index in the table -> RunResult of a version that could not run
     found = []          # (version, interpreter, error): discovery goes one at a time,
     debian_mounted = False      # since the first Debian one may build the root
@@ -811,20 +825,21 @@ def run_versions(versions, jobs, pytest_args, mounts):
             continue
         for core, pure in run_kinds(version):
             runs.append((run_title(interp, pure), "%s %s" % (interp.full_version, core),
-                         python, pure, soak_environment(version, core)))
+                         python, pure, soak_environment(version, core),
+                         debug_run_arguments(version, pytest_args)))
     total = len(runs) + len(failed)
     if jobs <= 1 or len(runs) <= 1:
         done = []
-        for number, (title, label, python, pure, environment) in enumerate(runs, 1):
+        for number, (title, label, python, pure, environment, args) in enumerate(runs, 1):
             banner("[%d/%d] %s" % (number, total, title))
-            done.append(run_pytest(python, label, pytest_args, pure, environment=environment))
+            done.append(run_pytest(python, label, args, pure, environment=environment))
     else:
-        done = run_in_parallel(runs, jobs, total, pytest_args)
+        done = run_in_parallel(runs, jobs, total)
     ran = iter(done)
     return [failed[i] if i in failed else next(ran) for i in range(total)]
 
 
-def run_in_parallel(runs, jobs, total, pytest_args):
+def run_in_parallel(runs, jobs, total):
     """Make ``runs`` ``jobs`` at a time, each writing to a file of its own;
     print each run's output whole, under its header, as it finishes."""
     import concurrent.futures
@@ -833,7 +848,7 @@ def run_in_parallel(runs, jobs, total, pytest_args):
     say("dev.py: %d runs, %d at a time; each run's output follows when it ends"
         % (len(runs), jobs))
 
-    def one(number, title, label, python, pure, environment):
+    def one(number, title, label, python, pure, environment, pytest_args):
         with tempfile.TemporaryFile(mode="w+") as output:
             result = run_pytest(python, label, pytest_args, pure, output, environment)
             output.seek(0)
