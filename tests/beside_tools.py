@@ -77,7 +77,7 @@ def main(tools):
     plain_modules = {name: oracle.run_module(name) for name in oracle.MODULES}
     # The workloads whose library is installed (a debug build has no numpy).
     workloads = {name: function for name, (library, function) in real.WORKLOADS.items()
-                 if library is None or real._optional(library) is not None}
+                 if real.missing_library(library) is None}
     plain_workloads = {name: function() for name, function in workloads.items()}
     for tool in tools:
         install(tool)
