@@ -145,7 +145,8 @@ class Layer314(Layer313):
     def _with_site(self, instr, following):
         # [manager, manager] COPY'd; LOAD_SPECIAL __exit__ SWAP 2 SWAP 3
         # LOAD_SPECIAL __enter__ CALL 0 leaves [exit, self, value]; the
-        # rewrite (enter_with) drops the copy and makes [exit, NULL, value].
+        # rewrite (enter_with) drops the copy and makes [exit.__call__, exit,
+        # value] (see exit_and_value).
         kind = _WITH_KINDS.get(instr.arg)
         if kind is None or len(following) < 4:
             return None
