@@ -589,7 +589,7 @@ def extra_requirements(interp, venv, extras):
 
 def requirement_name(requirement):
     """The distribution a requirement names ("numpy>=2" -> "numpy")."""
-    return re.split(r"[\s\[<>=!~;@]", requirement, 1)[0].lower()
+    return re.split(r"[\s\[<>=!~;@]", requirement, maxsplit=1)[0].lower()
 
 
 # --------------------------------------------------------------------------
