@@ -74,13 +74,20 @@ def test_same_file_tells_a_directory_from_another(dev, tmp_path):
 
 # -- the debug-build run ------------------------------------------------------
 
-def test_a_run_killed_by_a_signal_is_a_failed_run(dev, tmp_path):
+@pytest.fixture
+def sink(tmp_path):
+    """A file for a run's output."""
+    with (tmp_path / "out").open("w") as output:
+        yield output
+
+
+def test_a_run_killed_by_a_signal_is_a_failed_run(dev, sink):
     # A Py_DEBUG interpreter aborts on a failed assertion or a negative
     # reference count; pytest then writes no report, or (if the abort came
     # after it wrote one) a report of passes: the run failed either way.
     aborting = [sys.executable, "-c", "import os; os.abort()"]
     result = dev.run_pytest(aborting, "3.14.0d cython", [], pure=False,
-                            output=(tmp_path / "out").open("w"))
+                            output=sink)
     assert (result.passed, result.failed, result.ok) == (0, 1, False)
     assert result.note == "crashed: SIGABRT"
 
@@ -92,12 +99,12 @@ def test_a_run_killed_by_a_signal_is_a_failed_run(dev, tmp_path):
         "errors=\"0\" skipped=\"0\"/></testsuites>')\n"
         "os.abort()\n")]
     result = dev.run_pytest(reporting_then_aborting, "3.14.0d cython", [], pure=False,
-                            output=(tmp_path / "out").open("w"))
+                            output=sink)
     assert (result.passed, result.failed, result.ok) == (5, 1, False)
     assert result.note == "crashed: SIGABRT"
 
 
-def test_a_passing_run_and_a_run_without_tests_are_not_crashes(dev, tmp_path):
+def test_a_passing_run_and_a_run_without_tests_are_not_crashes(dev, sink):
     passing = [sys.executable, "-c", (
         "import sys\n"
         "path = sys.argv[sys.argv.index('--junitxml') + 1]\n"
@@ -105,11 +112,11 @@ def test_a_passing_run_and_a_run_without_tests_are_not_crashes(dev, tmp_path):
         "skipped=\"1\"/>')\n"
         "sys.exit(1)\n")]
     result = dev.run_pytest(passing, "3.12.0 cython", [], pure=False,
-                            output=(tmp_path / "out").open("w"))
+                            output=sink)
     assert (result.passed, result.failed, result.skipped, result.note) == (1, 1, 1, "")
     empty = [sys.executable, "-c", "import sys; sys.exit(5)"]
     result = dev.run_pytest(empty, "3.12.0 cython", [], pure=False,
-                            output=(tmp_path / "out").open("w"))
+                            output=sink)
     assert (result.passed, result.failed, result.note) == (0, 0, "no tests collected")
 
 
