@@ -44,7 +44,9 @@ setup(
         language_level=3,
         compiler_directives={"boundscheck": False, "wraparound": False},
         force=os.environ.get("CASSETTE_FORCE_CYTHON") == "1",
-        # Apart per interpreter: tools/dev.py builds several at once.
-        build_dir=os.path.join("build", "cython", sys.implementation.cache_tag),
+        # Apart per interpreter: tools/dev.py builds several at once (a
+        # debug build, python3.14d, shares its release's cache_tag).
+        build_dir=os.path.join("build", "cython",
+                               sys.implementation.cache_tag + getattr(sys, "abiflags", "")),
     ),
 )

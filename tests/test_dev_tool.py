@@ -1,10 +1,12 @@
 """tools/dev.py, the README's two commands: the parts that keep a second run
 on the same machine working."""
 
+import contextlib
 import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,3 +70,166 @@ def test_same_file_tells_a_directory_from_another(dev, tmp_path):
     assert dev.same_file(first, tmp_path / "b" / ".." / "a")
     assert not dev.same_file(first, second)
     assert not dev.same_file(first, tmp_path / "missing")
+
+
+# -- the debug-build run ------------------------------------------------------
+
+@pytest.fixture
+def sink(tmp_path):
+    """A file for a run's output."""
+    with (tmp_path / "out").open("w") as output:
+        yield output
+
+
+def test_a_run_killed_by_a_signal_is_a_failed_run(dev, sink):
+    # A Py_DEBUG interpreter aborts on a failed assertion or a negative
+    # reference count; pytest then writes no report, or (if the abort came
+    # after it wrote one) a report of passes: the run failed either way.
+    aborting = [sys.executable, "-c", "import os; os.abort()"]
+    result = dev.run_pytest(aborting, "3.14.0d cython", [], pure=False,
+                            output=sink)
+    assert (result.passed, result.failed, result.ok) == (0, 1, False)
+    assert result.note == "crashed: SIGABRT"
+
+    # Writes a JUnit report of 5 passed tests where --junitxml says, then aborts.
+    reporting_then_aborting = [sys.executable, "-c", (
+        "import os, sys\n"
+        "path = sys.argv[sys.argv.index('--junitxml') + 1]\n"
+        "open(path, 'w').write('<testsuites><testsuite tests=\"5\" failures=\"0\" "
+        "errors=\"0\" skipped=\"0\"/></testsuites>')\n"
+        "os.abort()\n")]
+    result = dev.run_pytest(reporting_then_aborting, "3.14.0d cython", [], pure=False,
+                            output=sink)
+    assert (result.passed, result.failed, result.ok) == (5, 1, False)
+    assert result.note == "crashed: SIGABRT"
+
+
+def test_a_passing_run_and_a_run_without_tests_are_not_crashes(dev, sink):
+    passing = [sys.executable, "-c", (
+        "import sys\n"
+        "path = sys.argv[sys.argv.index('--junitxml') + 1]\n"
+        "open(path, 'w').write('<testsuite tests=\"3\" failures=\"1\" errors=\"0\" "
+        "skipped=\"1\"/>')\n"
+        "sys.exit(1)\n")]
+    result = dev.run_pytest(passing, "3.12.0 cython", [], pure=False,
+                            output=sink)
+    assert (result.passed, result.failed, result.skipped, result.note) == (1, 1, 1, "")
+    empty = [sys.executable, "-c", "import sys; sys.exit(5)"]
+    result = dev.run_pytest(empty, "3.12.0 cython", [], pure=False,
+                            output=sink)
+    assert (result.passed, result.failed, result.note) == (0, 0, "no tests collected")
+
+
+def test_the_debug_build_is_its_own_version_and_runs_the_cython_core_alone(dev):
+    versions, jobs, rest = dev.parse_test_args(["-x"])
+    assert versions == ["3.11", "3.12", "3.13", "3.14", "3.15", "3.14d"] and rest == ["-x"]
+    versions, _, _ = dev.parse_test_args(["--python", "3.15d,3.12"])
+    assert versions == ["3.15d", "3.12"]
+    with pytest.raises(dev.DevError, match="unsupported --python '3.12d'"):
+        dev.parse_test_args(["--python", "3.12d"])
+    assert dev.run_kinds("3.14d") == (("cython", False),)
+    assert dev.run_kinds("3.14") == (("cython", False), ("pure", True))
+    assert dev.soak_environment("3.14d", "cython") == {"CASSETTE_SOAK_CALLS": "100000"}
+    assert dev.soak_environment("3.14", "cython") == {}
+    assert dev.soak_environment("3.13", "pure") == {}
+    assert dev.debug_run_arguments("3.14d", ["-x"]) == [
+        "--ignore=tests/test_typing.py", "--ignore=tests/test_dev_tool.py", "-x"]
+    assert dev.debug_run_arguments("3.14d", ["tests/test_soak.py"]) == ["tests/test_soak.py"]
+    assert dev.debug_run_arguments("3.14", ["-x"]) == ["-x"]
+
+
+def test_an_interpreter_says_whether_it_is_a_debug_build(dev):
+    found = dev.probe(sys.executable)
+    debug = hasattr(sys, "gettotalrefcount")
+    assert found.version == "%d.%d" % sys.version_info[:2] + ("d" if debug else "")
+    assert found.full_version == sys.version.split()[0] + ("d" if debug else "")
+    assert found.debug is debug
+
+
+def test_the_requirements_a_debug_venv_goes_without(dev):
+    assert [dev.requirement_name(r) for r in
+            ("numpy", "scipy>=1.10", "pandas[performance]", "pytest ; python_version>'3'",
+             "Pytest-Benchmark~=4.0")] == [
+        "numpy", "scipy", "pandas", "pytest", "pytest-benchmark"]
+
+
+@pytest.fixture
+def debian_root(dev, tmp_path, monkeypatch):
+    """A stand-in Debian root whose dpkg lists what ``installed`` holds, and
+    the commands dev.py runs in it (none is run)."""
+    root = tmp_path / "debian-sid"
+    root.mkdir()
+    installed = set(dev.DEBIAN_PACKAGES)
+    commands = []
+
+    def fake_subprocess_run(cmd, **kwargs):
+        assert cmd[:3] == ["chroot", str(root), "dpkg-query"]
+        asked = cmd[5:]
+        lines = ["%s ii " % name for name in asked if name in installed]
+        return subprocess.CompletedProcess(cmd, 1 if len(lines) < len(asked) else 0,
+                                           stdout="\n".join(lines) + "\n")
+
+    def fake_run(cmd, **kwargs):
+        commands.append([str(c) for c in cmd])
+        if "install" in cmd:
+            installed.update(c for c in cmd[cmd.index("install") + 1:] if not c.startswith("-"))
+        return 0
+
+    @contextlib.contextmanager
+    def fake_mounted(where, paths):
+        commands.append(["mounted", str(where)] + [str(p) for p in paths])
+        yield
+
+    monkeypatch.setattr(dev, "DEBIAN_ROOT", root)
+    monkeypatch.setattr(dev.subprocess, "run", fake_subprocess_run)
+    monkeypatch.setattr(dev, "run", fake_run)
+    monkeypatch.setattr(dev, "mounted", fake_mounted)
+    monkeypatch.setattr(dev.os, "geteuid", lambda: 0)
+    return root, installed, commands
+
+
+def test_a_debian_root_made_before_the_list_grew_gets_the_new_packages(dev, debian_root):
+    root, installed, commands = debian_root
+    assert "python3.14-dbg" in dev.DEBIAN_PACKAGES and "python3.15-dbg" in dev.DEBIAN_PACKAGES
+    dev.ensure_debian_root()
+    assert commands == []               # all there: nothing runs
+
+    installed.difference_update({"python3.14-dbg", "python3.15-dbg"})
+    assert dev.debian_packages_missing(root) == ["python3.14-dbg", "python3.15-dbg"]
+    dev.ensure_debian_root()
+    assert commands[0] == ["mounted", str(root), "/proc", "/dev"]
+    assert commands[1][:2] == ["chroot", str(root)]
+    assert commands[1][-2:] == ["python3.14-dbg", "python3.15-dbg"]
+    assert "apt-get" in commands[1] and "install" in commands[1]
+    assert dev.debian_packages_missing(root) == []
+    del commands[:]
+    dev.ensure_debian_root()
+    assert commands == []
+
+
+def test_stale_package_lists_are_refreshed_once(dev, debian_root, monkeypatch):
+    root, installed, commands = debian_root
+    installed.discard("python3.15-dbg")
+    statuses = iter([100, 0, 0])        # install fails, update works, install works
+
+    def fake_run(cmd, **kwargs):
+        commands.append([str(c) for c in cmd])
+        return next(statuses)
+
+    monkeypatch.setattr(dev, "run", fake_run)
+    dev.ensure_debian_root()
+    assert [c[-1] for c in commands[1:]] == ["python3.15-dbg", "update", "python3.15-dbg"]
+
+    commands.clear()
+    monkeypatch.setattr(dev, "run", lambda cmd, **kwargs: commands.append(cmd) or 100)
+    with pytest.raises(dev.DevError, match="apt-get install of python3.15-dbg"):
+        dev.ensure_debian_root()
+    assert [c[-1] for c in commands[1:]] == ["python3.15-dbg", "update"]   # no second install
+
+
+def test_pytest_arguments_naming_tests_replace_the_whole_directory(dev):
+    assert dev.names_paths(["-x", "tests/test_soak.py", "-k", "noop"])
+    assert dev.names_paths(["tests/test_soak.py::test_many_overdubs_leak_nothing"])
+    assert dev.names_paths(["tests/"])
+    assert not dev.names_paths(["-k", "tests", "-p", "cassette", "-x"])
+    assert not dev.names_paths(["tests/no_such_file.py"])

@@ -16,7 +16,18 @@ Usage (from anywhere; paths are relative to the repository root)::
     For each of Python 3.11, 3.12, 3.13, 3.14 and 3.15: creates or reuses
     ``.venv/<X.Y>``, installs cassette editable with the ``test`` extra, and
     runs ``python -m pytest tests/`` twice: once with the Cython core and once
-    with ``CASSETTE_PURE_PYTHON=1`` (the pure-Python runtime).  The installs,
+    with ``CASSETTE_PURE_PYTHON=1`` (the pure-Python runtime).  Then once
+    more, with the Cython core, on ``python3.14d``: CPython 3.14 built with
+    ``Py_DEBUG`` (Debian's ``python3.14-dbg``; its assertions and
+    reference-count checks abort the interpreter where a release build goes
+    on with a corrupt stack or a freed object), in ``.venv/3.14d``, row
+    ``3.14.Nd cython`` of the table.  Its venv has cassette (the core built
+    for it: ``_core.cpython-314d-*.so``) and the ``test`` extra less numpy,
+    scipy and pandas (``NO_DEBUG_WHEELS``: they publish wheels for release
+    builds only; the tests needing them skip, saying so).  That run leaves
+    out ``DEBUG_IGNORED`` (mypy on the typed API and the tests of this
+    tool: no core in their process, minutes on a debug build).  ``3.15d``
+    runs the same way when named (``--python 3.15d``).  The installs,
     then the runs, go one per core at a time (at most four; ``--jobs N`` sets
     it), each run's output printed whole under its header when it ends (with
     one job, live).
@@ -24,13 +35,21 @@ Usage (from anywhere; paths are relative to the repository root)::
     is exactly ``N passed, M failed`` totalled over all runs (CI reads it).
     The exit status is non-zero if any run failed or any interpreter is
     missing.  A run that produced no test results (missing interpreter, failed
-    install, pytest usage error or crash) counts as one failure, so that line
-    never reads ``0 failed`` for a failing command.  pytest's exit status 5
+    install, pytest usage error) counts as one failure, so that line
+    never reads ``0 failed`` for a failing command; a run killed by a signal
+    (a crash, a debug build's abort) is failed whatever its report says
+    (``crashed: SIGABRT`` in the table).  pytest's exit status 5
     ("no tests collected") counts as a successful run with 0 passed.
 
-    Options (everything else, and everything after ``--``, goes to pytest)::
+    The soak test (tests/test_soak.py) makes 10**5 calls per context in the
+    ``3.14d`` run and in 3.13's Cython run (``SOAK_FULL_RUNS``; it reads
+    ``CASSETTE_SOAK_CALLS``), its smaller default count in the others.
 
-        --python 3.12        restrict to these versions (repeat, or 3.12,3.13)
+    Options (everything else, and everything after ``--``, goes to pytest;
+    paths under tests/ among them replace the whole of tests/)::
+
+        --python 3.12        restrict to these versions (repeat, or 3.12,3.13);
+                             3.14d, 3.15d: the debug builds
         --jobs N, -j N       make N runs at a time
 
     Example: ``python3 tools/dev.py test --python 3.12 -k dispatch -x``.
@@ -44,8 +63,12 @@ Usage (from anywhere; paths are relative to the repository root)::
     they come from Debian's unstable suite: the first use makes a Debian
     root file system with them in ``~/.cache/cassette-dev/debian-sid``
     (``CASSETTE_DEBIAN_ROOT`` overrides; debootstrap and apt, about a minute,
-    as root), and every later run reuses it.  Their venvs are ``.venv/3.14``
-    and ``.venv/3.15`` as usual; what runs in them runs in that root through
+    as root), and every later run reuses it, installing there first any of
+    ``DEBIAN_PACKAGES`` it lacks (a root made before that list grew).  The
+    debug builds ``python3.14d`` and ``python3.15d`` come from there too
+    (``python3.14-dbg``; add ``gdb`` there by hand to debug an abort).  Their
+    venvs are ``.venv/3.14``, ``.venv/3.15``, ``.venv/3.14d`` and
+    ``.venv/3.15d``; what runs in them runs in that root through
     chroot, with the checkout, /tmp, /dev and /proc bind-mounted at their own
     paths for the duration of the command (and unmounted after it, also on
     failure or Ctrl-C).
@@ -55,7 +78,8 @@ Usage (from anywhere; paths are relative to the repository root)::
     the version ``--python X.Y`` names), installed with the ``bench`` extra
     (added to whatever it already has).
 
-Interpreter discovery, for each version X.Y:
+Interpreter discovery, for each version X.Y (or X.Yd, a debug build: one
+with ``sys.gettotalrefcount``):
 
 1. ``CASSETTE_PYTHONS`` (comma-separated interpreter paths), if set, is the
    only source: each path is asked for its version;
@@ -86,6 +110,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VENVS = ROOT / ".venv"
 SUPPORTED = ("3.11", "3.12", "3.13", "3.14", "3.15")
+# Interpreters built with Py_DEBUG (CPython's assertions and reference-count
+# checks, sys.gettotalrefcount()), named by their version and "d" as their
+# executables are (python3.14d).  They run the Cython core's suite only: the
+# core is what they check, and the pure-Python runtime is plain Python.
+DEBUG_PYTHONS = ("3.14d", "3.15d")
+# Which of them `test` runs unless --python names versions.
+DEFAULT_DEBUG = ("3.14d",)
+DEFAULT_VERSIONS = SUPPORTED + DEFAULT_DEBUG
+# Requirements of the `test` extra that publish binary wheels only for release
+# builds (no debug ABI, cpython-314d) and would take an hour to compile: a
+# debug venv goes without them, and the tests needing them skip, saying so.
+NO_DEBUG_WHEELS = ("numpy", "scipy", "pandas")
+# The soak test's calls per context (tests/test_soak.py) in the runs named
+# here; every other run makes the test's smaller default count.
+SOAK_FULL_RUNS = {("3.14d", "cython"), ("3.13", "cython")}
+# What a debug build's run leaves out: tests that do not run the core in
+# their process and cost minutes there (mypy checking the typed API, pure
+# Python on a debug build; the developer tool itself).
+DEBUG_IGNORED = ("tests/test_typing.py", "tests/test_dev_tool.py")
+SOAK_FULL_CALLS = "100000"
 BENCH_VERSION = "3.12"
 # Files whose change requires reinstalling (and so rebuilding) the project.
 BUILD_INPUTS = ("pyproject.toml", "setup.py")
@@ -99,13 +143,16 @@ RECIPE = 1
 # Debian root file system of their own and run there through chroot, with the
 # checkout, /tmp, /dev (with /dev/pts, a mount of its own, which a terminal
 # needs) and /proc bind-mounted at the same paths.  Made once
-# (about a minute: debootstrap, then apt) and kept; needs root.
+# (about a minute: debootstrap, then apt) and kept; needs root.  Each run
+# checks that the root has every one of DEBIAN_PACKAGES and installs what it
+# lacks, so a root made before the list grew gets the new ones.
 DEBIAN_PYTHONS = ("3.14", "3.15")
 DEBIAN_ROOT = Path(os.environ.get("CASSETTE_DEBIAN_ROOT")
                    or Path.home() / ".cache" / "cassette-dev" / "debian-sid")
 DEBIAN_PACKAGES = ["gcc", "libc6-dev", "ca-certificates"] + [
     name % version for version in DEBIAN_PYTHONS
-    for name in ("python%s", "python%s-dev", "python%s-venv", "libpython%s-testsuite")]
+    for name in ("python%s", "python%s-dev", "python%s-venv", "libpython%s-testsuite",
+                 "python%s-dbg")]     # python3.14d, with its headers
 DEBIAN_SHARED = (ROOT, Path("/tmp"), Path("/dev"), Path("/proc")) + tuple(
     path for path in (Path("/dev/pts"),) if path.is_dir())
 # The browser tests/test_flamegraph.py opens the HTML flame graph in, on the
@@ -116,8 +163,8 @@ BROWSER_PACKAGE = "chromium"
 # it can make a venv with pip in it.
 PROBE = (
     "import sys, importlib.util as u;"
-    "print('%d.%d' % sys.version_info[:2]);"
-    "print(sys.version.split()[0]);"
+    "print('%d.%d' % sys.version_info[:2] + ('d' if hasattr(sys, 'gettotalrefcount') else ''));"
+    "print(sys.version.split()[0] + ('d' if hasattr(sys, 'gettotalrefcount') else ''));"
     "print(sys.executable);"
     "print(int(bool(u.find_spec('venv') and u.find_spec('ensurepip'))))"
 )
@@ -162,10 +209,15 @@ def capture(cmd):
 
 class Interpreter:
     def __init__(self, version, full_version, executable, prefix=()):
-        self.version = version            # "3.12"
-        self.full_version = full_version  # "3.12.1"
+        self.version = version            # "3.12" ("3.14d": a Py_DEBUG build)
+        self.full_version = full_version  # "3.12.1" ("3.14.2d")
         self.executable = executable      # real path of the base interpreter
         self.prefix = list(prefix)        # what runs its programs (chroot), or nothing
+
+    @property
+    def debug(self):
+        """Whether this is a Py_DEBUG build (python3.14d)."""
+        return self.version.endswith("d")
 
     def command(self, program, *args):
         """The command line running ``program`` (this interpreter or one of
@@ -232,7 +284,7 @@ def find_interpreter(version):
     found = from_pyenv(version)
     if found:
         return found
-    if version in DEBIAN_PYTHONS:
+    if version.rstrip("d") in DEBIAN_PYTHONS:
         return from_debian(version)
     raise DevError(
         "Python %s is missing: no working %s on PATH and no pyenv-installed "
@@ -264,10 +316,49 @@ def host_debian_mirror():
     return "http://deb.debian.org/debian"
 
 
+def debian_packages_missing(root):
+    """Those of DEBIAN_PACKAGES that dpkg in ``root`` does not list as
+    installed (all of them if dpkg cannot tell)."""
+    try:
+        listed = subprocess.run(
+            ["chroot", str(root), "dpkg-query", "-W", "-f", "${Package} ${db:Status-Abbrev}\n"]
+            + DEBIAN_PACKAGES, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, universal_newlines=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return list(DEBIAN_PACKAGES)
+    installed = {line.split()[0] for line in listed.split("\n")
+                 if len(line.split()) > 1 and line.split()[1] == "ii"}
+    return [name for name in DEBIAN_PACKAGES if name not in installed]
+
+
+def install_debian_packages(root, packages):
+    """apt-get install ``packages`` in ``root`` (into which the caller has
+    mounted /proc and /dev), refreshing stale package lists (Debian
+    unstable's go stale within days) once if the first try fails."""
+    apt = ["chroot", root, "apt-get", "-qq", "-o", "DPkg::Lock::Timeout=300"]
+    quiet = dict(stdout=subprocess.DEVNULL, env=dict(os.environ, DEBIAN_FRONTEND="noninteractive"))
+    install = apt + ["install", "-y", "--no-install-recommends"] + list(packages)
+    status = run(install, **quiet)
+    if status != 0 and run(apt + ["update"], **quiet) == 0:
+        status = run(install, **quiet)
+    if status != 0:
+        raise DevError("apt-get install of %s in the Debian root %s failed (exit %d)"
+                       % (" ".join(packages), root, status))
+
+
 def ensure_debian_root():
-    """Make DEBIAN_ROOT hold Debian unstable with the DEBIAN_PYTHONS."""
-    wanted = [DEBIAN_ROOT / "usr" / "bin" / ("python" + v) for v in DEBIAN_PYTHONS]
-    if all(path.exists() for path in wanted):
+    """Make DEBIAN_ROOT hold Debian unstable with DEBIAN_PACKAGES (the
+    DEBIAN_PYTHONS, their debug builds among them)."""
+    if DEBIAN_ROOT.is_dir():
+        missing = debian_packages_missing(DEBIAN_ROOT)
+        if not missing:
+            return
+        if os.geteuid() != 0:
+            raise DevError("the Debian root %s lacks %s, and installing them needs root"
+                           % (DEBIAN_ROOT, " ".join(missing)))
+        say("dev.py: installing %s in the Debian root %s" % (", ".join(missing), DEBIAN_ROOT))
+        with mounted(DEBIAN_ROOT, [Path("/proc"), Path("/dev")]):
+            install_debian_packages(DEBIAN_ROOT, missing)
         return
     if os.geteuid() != 0:
         raise DevError("Python %s come from Debian unstable in a chroot at %s, which "
@@ -290,11 +381,7 @@ def ensure_debian_root():
     bundle = os.environ.get("PIP_CERT") or "/etc/ssl/certs/ca-certificates.crt"
     say("dev.py: installing %s there" % ", ".join(DEBIAN_PACKAGES))
     with mounted(partial, [Path("/proc"), Path("/dev")]):
-        status = run(["chroot", partial, "apt-get", "install", "-y", "-qq",
-                      "--no-install-recommends"] + DEBIAN_PACKAGES,
-                     stdout=subprocess.DEVNULL)
-    if status != 0:
-        raise DevError("apt-get in the Debian root failed (exit %d)" % status)
+        install_debian_packages(partial, DEBIAN_PACKAGES)
     if os.path.exists(bundle):      # the host's CA bundle (a proxy's, say)
         shutil.copy(bundle, str(partial / "etc" / "ssl" / "certs" / "ca-certificates.crt"))
     unmount_all(partial)            # nobody else uses a root being made
@@ -399,7 +486,8 @@ def venv_python(venv):
 
 def venv_info(interp, venv):
     """(full_version, EXT_SUFFIX) of a venv's interpreter, or None if broken."""
-    code = ("import sys, sysconfig; print(sys.version.split()[0]); "
+    code = ("import sys, sysconfig; print(sys.version.split()[0] + "
+            "('d' if hasattr(sys, 'gettotalrefcount') else '')); "
             "print(sysconfig.get_config_var('EXT_SUFFIX'))")
     lines = (capture(interp.command(venv_python(venv), "-c", code)) or "").split()
     return tuple(lines) if len(lines) == 2 else None
@@ -458,14 +546,23 @@ def ensure_installed(interp, extras):
     if stamp.get("hash") == current and have.issuperset(extras) and extension.exists():
         return interp.command(venv_python(venv))
 
-    say("dev.py: installing cassette[%s] (editable) into %s"
-        % (",".join(wanted), venv.relative_to(ROOT)))
     if stamp_path.exists():
         stamp_path.unlink()
     env = dict(os.environ, CASSETTE_FORCE_CYTHON="1")
-    target = ".[%s]" % ",".join(wanted) if wanted else "."
+    if interp.debug:
+        # The extras, less what has no wheel for a debug build.
+        requirements = [name for name in extra_requirements(interp, venv, wanted)
+                        if requirement_name(name) not in NO_DEBUG_WHEELS]
+        say("dev.py: installing cassette (editable) and %s into %s (a debug build: "
+            "without %s, which publish no wheels for it)"
+            % (" ".join(requirements), venv.relative_to(ROOT), ", ".join(NO_DEBUG_WHEELS)))
+        targets = ["--editable", "."] + requirements
+    else:
+        say("dev.py: installing cassette[%s] (editable) into %s"
+            % (",".join(wanted), venv.relative_to(ROOT)))
+        targets = ["--editable", ".[%s]" % ",".join(wanted) if wanted else "."]
     status = run(interp.command(venv_python(venv), "-m", "pip", "install", "-qq",
-                  "--disable-pip-version-check", "--editable", target),
+                  "--disable-pip-version-check", *targets),
                  cwd=str(ROOT), env=env)
     if status != 0:
         raise DevError("pip install of cassette into %s failed (exit %d)"
@@ -474,6 +571,25 @@ def ensure_installed(interp, extras):
         raise DevError("the install did not build %s" % extension.relative_to(ROOT))
     stamp_path.write_text(json.dumps({"hash": current, "extras": wanted}) + "\n")
     return interp.command(venv_python(venv))
+
+
+def extra_requirements(interp, venv, extras):
+    """The requirements pyproject.toml lists in ``extras`` (read by the
+    venv's Python, >= 3.11, which has tomllib)."""
+    code = ("import json, pathlib, sys, tomllib; extras = tomllib.loads("
+            "pathlib.Path('pyproject.toml').read_text())['project']['optional-dependencies']; "
+            "print(json.dumps([r for e in sys.argv[1:] for r in extras[e]]))")
+    out = subprocess.run(
+        [str(c) for c in interp.command(venv_python(venv), "-c", code, *extras)],
+        cwd=str(ROOT), stdout=subprocess.PIPE, universal_newlines=True)
+    if out.returncode != 0:
+        raise DevError("could not read the extras %s of pyproject.toml" % ", ".join(extras))
+    return json.loads(out.stdout)
+
+
+def requirement_name(requirement):
+    """The distribution a requirement names ("numpy>=2" -> "numpy")."""
+    return re.split(r"[\s\[<>=!~;@]", requirement, maxsplit=1)[0].lower()
 
 
 # --------------------------------------------------------------------------
@@ -506,31 +622,62 @@ def junit_counts(path):
     return tests, failed, skipped
 
 
-def run_pytest(python, label, pytest_args, pure, output=None):
+def run_pytest(python, label, pytest_args, pure, output=None, environment=None):
     """Run pytest (``python``: the command prefix running the venv's
-    interpreter) and return a RunResult; its output goes to ``output`` (a
-    file) when given, else live to the terminal."""
+    interpreter; ``environment``: variables to set for it) and return a
+    RunResult; its output goes to ``output`` (a file) when given, else live
+    to the terminal.  A run killed by a signal (a Py_DEBUG interpreter
+    aborts on a failed assertion or a negative reference count) fails."""
     env = dict(os.environ)
     env.pop("CASSETTE_PURE_PYTHON", None)
     if pure:
         env["CASSETTE_PURE_PYTHON"] = "1"
+    env.update(environment or {})
     with tempfile.TemporaryDirectory(prefix="cassette-dev-") as tmp:
         xml_path = os.path.join(tmp, "junit.xml")
         streams = {} if output is None else {"stdout": output, "stderr": subprocess.STDOUT}
-        status = run(python + ["-m", "pytest", "tests/", "--junitxml", xml_path]
+        paths = [] if names_paths(pytest_args) else ["tests/"]
+        status = run(python + ["-m", "pytest"] + paths + ["--junitxml", xml_path]
                      + list(pytest_args), cwd=str(ROOT), env=env, **streams)
         try:
             tests, failed, skipped = junit_counts(xml_path)
         except (OSError, ET.ParseError):
             tests = failed = skipped = 0
     result = RunResult(label, tests - failed - skipped, failed, skipped)
-    if status == 5 and failed == 0:
+    if status < 0:
+        # Killed by a signal: whatever the report says, the run failed.
+        result.failed = max(failed, 1)
+        result.note = "crashed: %s" % signal_name(-status)
+    elif status == 5 and failed == 0:
         result.note = "no tests collected"
     elif status != 0 and failed == 0:
         # pytest failed without a failing test: usage error, crash, interrupt.
         result.failed = 1
         result.note = "pytest exited with status %d" % status
     return result
+
+
+def names_paths(pytest_args):
+    """Whether the pytest arguments name files or directories under tests/
+    (then they, not all of tests/, are what runs): paths with a slash or
+    ending in .py, which an option's value (``-k tests``) is not."""
+    tests = (ROOT / "tests").resolve()
+    for arg in pytest_args:
+        name = arg.split("::")[0]
+        if arg.startswith("-") or not ("/" in name or name.endswith(".py")):
+            continue
+        path = (ROOT / name).resolve()
+        if path.exists() and (path == tests or tests in path.parents):
+            return True
+    return False
+
+
+def signal_name(number):
+    import signal
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return "signal %d" % number
 
 
 def print_summary(results):
@@ -556,7 +703,8 @@ def print_summary(results):
 
 
 def parse_test_args(args):
-    """Split ``test`` arguments into (versions, jobs, pytest args)."""
+    """Split ``test`` arguments into (versions, jobs, pytest args); the
+    versions are DEFAULT_VERSIONS unless --python names some."""
     versions = []
     rest = []
     jobs = default_jobs()
@@ -580,14 +728,14 @@ def parse_test_args(args):
                 value = arg.split("=", 1)[1]
             for version in value.split(","):
                 version = version.strip()
-                if version not in SUPPORTED:
+                if version not in SUPPORTED + DEBUG_PYTHONS:
                     raise DevError("unsupported --python %r; choose from %s"
-                                   % (version, ", ".join(SUPPORTED)))
+                                   % (version, ", ".join(SUPPORTED + DEBUG_PYTHONS)))
                 if version not in versions:
                     versions.append(version)
         else:
             rest.append(arg)
-    return versions or list(SUPPORTED), jobs, rest
+    return versions or list(DEFAULT_VERSIONS), jobs, rest
 
 
 def default_jobs():
@@ -606,13 +754,42 @@ def cmd_test(args):
 
 
 RUN_KINDS = (("cython", False), ("pure", True))
+DEBUG_RUN_KINDS = (("cython", False),)
+
+
+def run_kinds(version):
+    return DEBUG_RUN_KINDS if version in DEBUG_PYTHONS else RUN_KINDS
+
+
+def debug_run_arguments(version, pytest_args):
+    """A debug build's run leaves out DEBUG_IGNORED (unless the arguments
+    name what to run)."""
+    if version not in DEBUG_PYTHONS or names_paths(pytest_args):
+        return list(pytest_args)
+    return ["--ignore=%s" % path for path in DEBUG_IGNORED] + list(pytest_args)
+
+
+def soak_environment(version, core):
+    """The variables a run gets for tests/test_soak.py: the full count of
+    calls in the SOAK_FULL_RUNS, the test's own default elsewhere."""
+    if (version, core) in SOAK_FULL_RUNS:
+        return {"CASSETTE_SOAK_CALLS": SOAK_FULL_CALLS}
+    return {}
+
+
+def run_title(interp, pure):
+    return "Python %s%s, %s core%s   (.venv/%s)" % (
+        interp.full_version, " (Py_DEBUG)" if interp.debug else "",
+        "pure-Python" if pure else "Cython",
+        "   CASSETTE_PURE_PYTHON=1" if pure else "", interp.version)
 
 
 def run_versions(versions, jobs, pytest_args, mounts):
-    """Both runs of each version (mounting what the Debian interpreters need
-    on ``mounts`` once they exist), ``jobs`` at a time; the RunResults, in
-    the order of the versions."""
-    runs = []           # (title, label, python, pure) of each run to make
+    """The runs of each version (both runtimes; the Cython core's alone for
+    a debug build), mounting what the Debian interpreters need on
+    ``mounts`` once they exist, ``jobs`` at a time; the RunResults, in the
+    order of the versions."""
+    runs = []           # (title, label, python, pure, environment, pytest args) of each run
     failed = {}         # index in the table -> RunResult of a version that could not run
     found = []          # (version, interpreter, error): discovery goes one at a time,
     debian_mounted = False      # since the first Debian one may build the root
@@ -641,29 +818,28 @@ def run_versions(versions, jobs, pytest_args, mounts):
             python = install.result()
         except DevError as exc:
             say("dev.py: ERROR: %s" % exc)
-            for core, _ in RUN_KINDS:
+            for core, _ in run_kinds(version):
                 failed[len(runs) + len(failed)] = RunResult(
                     "%s %s" % (version, core), failed=1, note=str(exc).split(":")[0],
                     detail=str(exc))
             continue
-        for core, pure in RUN_KINDS:
-            runs.append(("Python %s, %s core%s   (.venv/%s)" % (
-                interp.full_version, "pure-Python" if pure else "Cython",
-                "   CASSETTE_PURE_PYTHON=1" if pure else "", version),
-                "%s %s" % (interp.full_version, core), python, pure))
+        for core, pure in run_kinds(version):
+            runs.append((run_title(interp, pure), "%s %s" % (interp.full_version, core),
+                         python, pure, soak_environment(version, core),
+                         debug_run_arguments(version, pytest_args)))
     total = len(runs) + len(failed)
     if jobs <= 1 or len(runs) <= 1:
         done = []
-        for number, (title, label, python, pure) in enumerate(runs, 1):
+        for number, (title, label, python, pure, environment, args) in enumerate(runs, 1):
             banner("[%d/%d] %s" % (number, total, title))
-            done.append(run_pytest(python, label, pytest_args, pure))
+            done.append(run_pytest(python, label, args, pure, environment=environment))
     else:
-        done = run_in_parallel(runs, jobs, total, pytest_args)
+        done = run_in_parallel(runs, jobs, total)
     ran = iter(done)
     return [failed[i] if i in failed else next(ran) for i in range(total)]
 
 
-def run_in_parallel(runs, jobs, total, pytest_args):
+def run_in_parallel(runs, jobs, total):
     """Make ``runs`` ``jobs`` at a time, each writing to a file of its own;
     print each run's output whole, under its header, as it finishes."""
     import concurrent.futures
@@ -672,9 +848,9 @@ def run_in_parallel(runs, jobs, total, pytest_args):
     say("dev.py: %d runs, %d at a time; each run's output follows when it ends"
         % (len(runs), jobs))
 
-    def one(number, title, label, python, pure):
+    def one(number, title, label, python, pure, environment, pytest_args):
         with tempfile.TemporaryFile(mode="w+") as output:
-            result = run_pytest(python, label, pytest_args, pure, output)
+            result = run_pytest(python, label, pytest_args, pure, output, environment)
             output.seek(0)
             text = output.read()
         with printing:
@@ -683,9 +859,11 @@ def run_in_parallel(runs, jobs, total, pytest_args):
             say()
         return result
 
-    # The longest first (the pure-Python runtime's take half as long again),
-    # so that no long run is left alone at the end.
-    order = sorted(range(len(runs)), key=lambda i: not runs[i][3])
+    # The longest first (a debug build's, then the pure-Python runtime's,
+    # which take half as long again as the Cython core's), so that no long
+    # run is left alone at the end.
+    order = sorted(range(len(runs)), key=lambda i: (
+        not runs[i][1].split()[0].endswith("d"), not runs[i][3]))
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {i: pool.submit(one, i + 1, *runs[i]) for i in order}
         return [futures[i].result() for i in range(len(runs))]
@@ -710,9 +888,9 @@ def cmd_demo(args):
 
 def cmd_bench(args):
     versions, _jobs, pytest_args = parse_test_args(args)
-    if len(versions) > 1 and versions != list(SUPPORTED):
+    if len(versions) > 1 and versions != list(DEFAULT_VERSIONS):
         raise DevError("bench runs on one Python at a time (--python X.Y)")
-    version = versions[0] if versions != list(SUPPORTED) else BENCH_VERSION
+    version = versions[0] if versions != list(DEFAULT_VERSIONS) else BENCH_VERSION
     with contextlib.ExitStack() as mounts:
         interp = find_interpreter(version)
         if interp.prefix:

@@ -145,7 +145,8 @@ class Layer314(Layer313):
     def _with_site(self, instr, following):
         # [manager, manager] COPY'd; LOAD_SPECIAL __exit__ SWAP 2 SWAP 3
         # LOAD_SPECIAL __enter__ CALL 0 leaves [exit, self, value]; the
-        # rewrite (enter_with) drops the copy and makes [exit, NULL, value].
+        # rewrite (enter_with) drops the copy and makes [exit.__call__, exit,
+        # value] (see exit_and_value).
         kind = _WITH_KINDS.get(instr.arg)
         if kind is None or len(following) < 4:
             return None
@@ -161,10 +162,23 @@ class Layer314(Layer313):
     def enter_with(self, slot, location, entry_slot=None):
         code = [Instr("POP_TOP", location=location)]
         code += self.call_constant(slot, 1, location)
-        code += [Instr("UNPACK_SEQUENCE", 2, location=location),
-                 Instr("PUSH_NULL", location=location),
-                 Instr("SWAP", 2, location=location)]
-        return code
+        return code + self.exit_and_value(location)
+
+    def exit_and_value(self, location):
+        """``(value, exit)`` -> ``[exit.__call__ unbound, exit, value]``.
+
+        The exit's self slot holds an object, never NULL: after a block
+        whose exception ``__exit__`` suppressed, the interpreter's cleanup
+        pops it with POP_TOP, which a debug build (Py_DEBUG) asserts is
+        never NULL (a release build lets it pass).  The runtimes' exit
+        callables have a ``__call__`` method descriptor (a function, or the
+        core's slot wrapper), so the method form of LOAD_ATTR pushes it and
+        the exit as its self."""
+        return [Instr("UNPACK_SEQUENCE", 2, location=location),
+                Instr("SWAP", 2, location=location),
+                Instr("LOAD_ATTR", (True, "__call__"), location=location),
+                Instr("SWAP", 2, location=location),
+                Instr("SWAP", 3, location=location)]
 
     def producer_tags(self, instr):
         if instr.name == "LOAD_SPECIAL":

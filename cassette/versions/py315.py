@@ -56,11 +56,8 @@ class Layer315(Layer314):
         code = [Instr("POP_TOP", location=location)]
         code += self.call_constant(entry_slot, 1, location)
         code += [Instr("LOAD_SPECIAL", SpecialMethod.ENTER, location=location),
-                 Instr("CALL", 0, location=location),
-                 Instr("UNPACK_SEQUENCE", 2, location=location),
-                 Instr("PUSH_NULL", location=location),
-                 Instr("SWAP", 2, location=location)]
-        return code
+                 Instr("CALL", 0, location=location)]
+        return code + self.exit_and_value(location)
 
     def is_generator_expression(self, code):
         # Its prologue makes the iterator: GET_ITER 0 for a ``for``,
