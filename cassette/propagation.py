@@ -538,10 +538,13 @@ def _match_set(cache, container, sources):
 
 
 def _read_set_element(tag, record, value):
+    """``value`` (an element of the set of ``record``, perhaps tagged by an
+    enclosing context already) tagged with the metadata recorded for it."""
     items = record.items
     if type(items) is dict:
-        part = items.get(id(value))
-        if part is not None and part[0] is value:
+        element = _innermost(value)
+        part = items.get(id(element))
+        if part is not None and part[0] is element:
             return make_tagged(tag, value, part[1])
     return value
 
@@ -1248,8 +1251,9 @@ def _set_pop(ctx, primitive, args, kwargs):
     out = primitive(container)
     record = _record(_cache(ctx), container)
     if record is not None and type(record.items) is dict:
-        part = record.items.pop(id(out), None)
-        if part is not None and part[0] is out:
+        element = _innermost(out)        # (an enclosing context may have tagged it)
+        part = record.items.pop(id(element), None)
+        if part is not None and part[0] is element:
             return make_tagged(ctx.tag, out, part[1])
     return out
 

@@ -897,3 +897,26 @@ run_pop = enabletagging(Labels(), popped_label)
 
 def test_what_a_set_pops_carries_its_metadata_as_a_lists_does():
     assert overdub(run_pop, popped_label, tag(2.5, run_pop, "v")) == ("v", "v")
+
+
+def pops_inside(a):
+    as_set, as_list = {a}, [a]
+    from_set, from_list = as_set.pop(), as_list.pop()
+    return (metadata(from_set, run_inner_pops), metadata(from_list, run_inner_pops)), from_set, from_list
+
+
+def pops_outside(a):
+    inner, from_set, from_list = overdub(run_inner_pops, pops_inside,
+                                         tag(a, run_inner_pops, "inner"))
+    return inner, metadata(from_set, run_outer_pops), metadata(from_list, run_outer_pops)
+
+
+run_inner_pops = enabletagging(Labels(), pops_inside)
+run_outer_pops = enabletagging(Labels(), pops_outside)
+
+
+def test_a_set_pops_each_nested_contexts_metadata():
+    """Under nested tagging contexts, the element a set pops carries each
+    context's own metadata, as a list's does."""
+    assert overdub(run_outer_pops, pops_outside, tag(2.5, run_outer_pops, "outer")) == (
+        ("inner", "inner"), "outer", "outer")
