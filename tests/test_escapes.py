@@ -554,6 +554,33 @@ def pickle_toolz_curry():
     return restored([1, -5, 3]), restored.keywords == curried.keywords
 
 
+class Reading:
+    """A field default pydantic-core copies with ``copy.deepcopy`` (which it
+    fetched once and keeps in a static cell of Rust) at each instantiation:
+    it copies the defaults that are not hashable."""
+
+    __hash__ = None
+
+    def __init__(self, value):
+        self.value = value
+
+    def __deepcopy__(self, memo):
+        return Reading(copy.deepcopy(self.value, memo))
+
+
+def pydantic_field_defaults():
+    pydantic = pytest.importorskip("pydantic")
+
+    class Sensor(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
+        tags: list = ["a", ["b"]]
+        last: Reading = Reading([1.5])
+
+    first, second = Sensor(), Sensor(tags=["c"])
+    return (first.tags, second.tags, first.last.value, first.last is not second.last,
+            first.tags is not Sensor.model_fields["tags"].default)
+
+
 def named_tuple_class_statement():
     class Pair(typing.NamedTuple):
         left: int
@@ -630,6 +657,7 @@ def datetime_strptime():
 
 
 FETCHED_FROM_C = [pickle_module_function, pickle_class_method, pickle_toolz_curry,
+                  pydantic_field_defaults,
                   named_tuple_class_statement, typed_dict_class_statement, custom_mro_entries,
                   pickle_with_a_dispatch_table_reducer, element_tree_deepcopy, datetime_strptime]
 
@@ -643,8 +671,9 @@ def test_functions_c_code_fetched_run_overdubbed(program, make):
     class method, toolz's ``_restore_curry``), the ``__mro_entries__`` a
     ``class`` statement calls on a base that is not a class, a function a
     compiled module keeps in its state (``_elementtree``'s
-    ``copy.deepcopy``, ``_pickle``'s reducers) or imports at each call
-    (``_strptime``) — runs overdubbed, on behalf of the code that made C
+    ``copy.deepcopy``, ``_pickle``'s reducers), keeps where no traversal
+    sees it (pydantic-core's ``copy.deepcopy`` for field defaults) or
+    imports at each call (``_strptime``) — runs overdubbed, on behalf of the code that made C
     call it: the result is the plain run's, and nothing escapes."""
     expected = program()
     with cassette.count_escapes() as escapes:
