@@ -69,6 +69,7 @@ import functools
 import importlib.machinery
 import sys
 import types
+import weakref
 
 from . import callables
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
@@ -423,9 +424,11 @@ def route_bases(bases):
     if _route is None:
         return
     for base in bases:
-        if callables.type_flags(type(base)) & _TYPE_SUBCLASS:
+        kind = type(base)
+        if callables.type_flags(kind) & _TYPE_SUBCLASS:
             continue
-        route_argument(base)
+        if callables.type_flags(kind) & _HEAPTYPE:
+            route_class(kind)
         entries = callables.static_attribute(base, "__mro_entries__")
         if entries is not None:
             route_argument(entries)
@@ -441,13 +444,15 @@ def route_global(module_name, qualname):
     """Route the global named ``qualname`` in module ``module_name``, which
     an unpickler is about to fetch and call from C (the audit event
     ``pickle.find_class``, raised on behalf of overdubbed code): a
-    module function, a class, a method (``Class.method``, protocol 4).
-    Found without running program code; a module not imported yet is
-    routed when its body has run."""
+    module function, a function named by its qualified name (a static
+    method, ``Class.function``: protocol 4+), a class with its methods (a
+    method pickles as ``getattr(cls_or_instance, name)``).  Found without
+    running program code; a module not imported yet is routed when its
+    body has run."""
     if _route is None or type(module_name) is not str or type(qualname) is not str:
         return
     modules = sys.modules
-    module = dict.get(modules, module_name) if isinstance(modules, dict) else None
+    module = dict.get(modules, module_name) if issubclass(type(modules), dict) else None
     if module is None:
         if len(_pending_globals) < _PENDING_LIMIT:
             _pending_globals.setdefault(module_name, set()).add(qualname)
@@ -489,14 +494,33 @@ def _route_found(value):
         if callables.type_flags(value) & _HEAPTYPE:
             for klass in callables.class_mro(value):
                 if callables.type_flags(klass) & _HEAPTYPE and not _is_library_class(klass):
-                    for member in list(callables.class_dict(klass).values()):
-                        if type(member) is staticmethod or type(member) is classmethod:
-                            _route_function(member.__func__)
-                        elif type(member) is _FunctionType:
-                            _route_function(member)
+                    _route_methods(klass)
     elif kind is not _FunctionType:
         for wrapped in callables.wrapped_functions(value):
             route_argument(wrapped)
+
+
+#: id(class) -> (weak reference to it, how many entries its namespace had)
+#: for the classes :func:`_route_methods` routed: a class unpickled again
+#: and again is looked at again only when its namespace grew or shrank.
+_methods_routed = {}
+
+
+def _route_methods(klass):
+    """Route every function, class method and static method ``klass``'s own
+    namespace holds."""
+    namespace = callables.class_dict(klass)
+    seen = _methods_routed.get(id(klass))
+    if seen is not None and seen[0]() is klass and seen[1] == len(namespace):
+        return
+    for member in list(namespace.values()):
+        if type(member) is staticmethod or type(member) is classmethod:
+            _route_function(member.__func__)
+        elif type(member) is _FunctionType:
+            _route_function(member)
+    if len(_methods_routed) >= 4096:
+        _methods_routed.clear()
+    _methods_routed[id(klass)] = (weakref.ref(klass), len(namespace))
 
 
 #: Top-level packages with a compiled extension module among their modules.
