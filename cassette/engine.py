@@ -473,6 +473,7 @@ def build_class(runtime, func, name, /, *bases, **kwds):
             func = runtime.rewritten(func)
         for value in kwds.values():
             routing.route_argument(value)       # a metaclass that is a function
+        routing.route_bases(bases)              # their __mro_entries__
         cls = _build_class(func, name, *bases, **kwds)
         if callables.is_class(cls):
             routing.route_class(cls)

@@ -215,7 +215,12 @@ def _recorded_components(x, ctx, record, open_):
             metas = [meta(p, v) for p, v in zip(parts, x)]
             if any(m is not None for m in metas):
                 return [Meta() if m is None else m for m in metas]
-        elif isinstance(x, (dict, set, frozenset)):
+        elif isinstance(x, (set, frozenset)):
+            found = {element: meta(part, element)
+                     for element, part in _set_parts(record, x).items()}
+            if found:
+                return found
+        elif isinstance(x, dict):
             found = {}
             for key, part in record.items.items():
                 value = _lookup_value(x, key)
@@ -378,19 +383,27 @@ def record_built(ctx, container):
         if items:
             _new_record(_cache(ctx), container).items = items
         return container
-    if kind is set:
+    if kind is set or kind is frozenset:
         if not any(tag_of(element) is tag for element in container):
             return container
         elements = list(container)
-        container.clear()
         items = {}
+        primals = []
         for element in elements:
             primal, data = _split(element, tag)
-            container.add(primal)
+            primals.append(primal)
             if data is not _UNTAGGED:
-                items[primal] = (_innermost(primal), data)
+                items[id(_innermost(primal))] = (_innermost(primal), data)
+        if kind is set:
+            container.clear()
+            container.update(primals)
+        else:
+            container = frozenset(primals)      # new: nobody else holds it yet
         if items:
-            _new_record(_cache(ctx), container).items = items
+            record = _new_record(_cache(ctx), container)
+            if type(record.items) is dict:
+                items = {**record.items, **items}
+            record.items = items
         return container
     return container
 
@@ -422,7 +435,9 @@ def extended(ctx, source, container):
         pool = list(target.items) if type(target.items) is list else []
         target.items = pool + _sequence_parts(record, source)
         _rematched(target, container)
-    elif type(container) in (dict, set) and type(record.items) is dict:
+    elif type(container) is set:
+        _match_set(cache, container, (source,))
+    elif type(container) is dict and type(record.items) is dict:
         _copy_items(cache, record, container)
 
 
@@ -446,6 +461,90 @@ def _read_item(tag, record, key, value):
         except TypeError:
             return value
         if part is not None and part[0] is _innermost(value):
+            return make_tagged(tag, value, part[1])
+    return value
+
+
+# -- sets: metadata by element identity ---------------------------------------------
+#
+# A set's record maps ``id(element)`` to ``(element, data)``: the metadata of
+# the very object the set holds.  Of equal values, a set keeps the one it
+# had (``s.add(x)`` keeps the element equal to ``x`` already there), and so
+# keeps that one's metadata.  Identity, not equality, so that no ``__eq__``
+# or ``__hash__`` of the program runs because cassette looked.
+
+def _set_elements(container):
+    """The elements of a set or frozenset, iterated without program code
+    (a subclass's ``__iter__``)."""
+    return (set.__iter__ if isinstance(container, set) else frozenset.__iter__)(container)
+
+
+def _parts_by_identity(cache, value):
+    """``id(element) -> part`` for the elements of ``value`` (a list, tuple,
+    set or frozenset) that carry metadata in ``cache``; empty otherwise."""
+    record = _record(cache, value)
+    if record is None or record.items is None:
+        return {}
+    if isinstance(value, (set, frozenset)):
+        return _set_parts_by_id(record) if type(record.items) is dict else {}
+    if isinstance(value, (list, tuple)):
+        return {id(part[0]): part for part in _sequence_parts(record, value) if part is not None}
+    return {}
+
+
+def _set_parts_by_id(record):
+    items = record.items
+    return items if type(items) is dict else {}
+
+
+def _set_parts(record, container):
+    """``element -> part`` for the elements ``container`` (a set or
+    frozenset) holds that carry metadata in ``record``."""
+    items = record.items
+    if type(items) is not dict or not items:
+        return {}
+    found = {}
+    for element in _set_elements(container):
+        part = items.get(id(element))
+        if part is not None and part[0] is element:
+            found[element] = part
+    return found
+
+
+def _match_set(cache, container, sources):
+    """After an operation that made or changed set ``container`` from its
+    own elements and those of ``sources``: each element it holds keeps the
+    metadata recorded for that very object, in its own record or a
+    source's; metadata of elements it no longer holds is forgotten."""
+    pool = {}
+    for source in sources:
+        if source is not container:
+            pool.update(_parts_by_identity(cache, source))
+    own = _record(cache, container)
+    if own is not None and type(own.items) is dict:
+        pool.update(own.items)
+    if not pool:
+        return
+    items = {}
+    for element in _set_elements(container):
+        part = pool.get(id(element))
+        if part is not None and part[0] is element:
+            items[id(element)] = part
+    if own is None:
+        if not items:
+            return
+        own = _new_record(cache, container)
+    own.items = items
+
+
+def _read_set_element(tag, record, value):
+    """``value`` (an element of the set of ``record``, perhaps tagged by an
+    enclosing context already) tagged with the metadata recorded for it."""
+    items = record.items
+    if type(items) is dict:
+        element = _innermost(value)
+        part = items.get(id(element))
+        if part is not None and part[0] is element:
             return make_tagged(tag, value, part[1])
     return value
 
@@ -515,12 +614,23 @@ def _store_append(ctx, put, value, container):
 
 def _store_add(ctx, put, value, container):
     primal, data = _split(value, ctx.tag)
+    before = len(container)
     put(primal, container)
+    if len(container) != before:            # stored (else an equal one stays)
+        _note_set_element(_cache(ctx), container, _innermost(primal), data)
+
+
+def _note_set_element(cache, container, element, data):
+    """``element`` was just stored into set ``container``, carrying ``data``."""
     if data is not _UNTAGGED:
-        record = _new_record(_cache(ctx), container)
+        record = _new_record(cache, container)
         if type(record.items) is not dict:
             record.items = {}
-        record.items[primal] = (_innermost(primal), data)
+        record.items[id(element)] = (element, data)
+    else:
+        record = _record(cache, container)
+        if record is not None and type(record.items) is dict:
+            record.items.pop(id(element), None)
 
 
 def _store_map_add(ctx, put, key, value, container):
@@ -996,12 +1106,26 @@ def _copying(ctx, primitive, args, kwargs):
     args = _untag_all(args, tag)
     kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
     out = primitive(*args, **kwargs) if kwargs else primitive(*args)
-    if type(out) not in (list, tuple, dict, set):
+    if type(out) not in (list, tuple, dict, set, frozenset):
         return out
     cache = _cache(ctx)
     out = record_built(ctx, out) if type(out) is not tuple else out
+    if type(out) is set or type(out) is frozenset:
+        _match_set(cache, out, args)
+        return out
     source = args[0] if args else None
     record = None if source is None else _record(cache, source)
+    if isinstance(out, (list, tuple)) and isinstance(source, (set, frozenset)):
+        # sorted(s), list(s), tuple(s): each element keeps its metadata.
+        pool = _parts_by_identity(cache, source)
+        if pool and out is not source:
+            parts = []
+            for element in out:
+                part = pool.get(id(_innermost(element)))
+                parts.append(part if part is not None and part[0] is _innermost(element)
+                             else None)
+            _new_record(cache, out).items = parts
+        return out
     if isinstance(out, (list, tuple)) and len(args) > 1:
         # list + list: elements of either source keep their metadata.
         pool = []
@@ -1026,7 +1150,7 @@ def _copying(ctx, primitive, args, kwargs):
             if old is not None and len(old) == len(out):
                 parts = [p if p is not None else o for p, o in zip(parts, old)]
             target.items = parts
-    elif type(out) in (dict, set) and type(record.items) is dict and out is not source:
+    elif type(out) is dict and type(record.items) is dict and out is not source:
         _copy_items(cache, record, out)
     return out
 
@@ -1105,6 +1229,88 @@ def _dict_update(ctx, primitive, args, kwargs):
     return out
 
 
+def _set_add(ctx, primitive, args, kwargs):
+    """``s.add(x)``: ``x``'s metadata is kept if the set stores ``x`` (it
+    keeps an equal element it already holds, and that one's metadata)."""
+    if len(args) != 2 or kwargs or not isinstance(_primal(args[0], ctx.tag), set):
+        return _plain(ctx, primitive, args, kwargs)
+    container = _primal(args[0], ctx.tag)
+    primal, data = _split(args[1], ctx.tag)
+    before = len(container)
+    out = primitive(container, primal)
+    if len(container) != before:
+        _note_set_element(_cache(ctx), container, _innermost(primal), data)
+    return out
+
+
+def _set_pop(ctx, primitive, args, kwargs):
+    """``s.pop()``: the element taken out, with its metadata."""
+    if len(args) != 1 or kwargs:
+        return _plain(ctx, primitive, args, kwargs)
+    container = _primal(args[0], ctx.tag)
+    out = primitive(container)
+    record = _record(_cache(ctx), container)
+    if record is not None and type(record.items) is dict:
+        element = _innermost(out)        # (an enclosing context may have tagged it)
+        part = record.items.pop(id(element), None)
+        if part is not None and part[0] is element:
+            return make_tagged(ctx.tag, out, part[1])
+    return out
+
+
+def _set_changing(ctx, primitive, args, kwargs):
+    """A set method or operator changing its first argument in place
+    (``update``, ``|=``, ``discard``, ``clear`` …): each element the set
+    then holds keeps the metadata recorded for that very object, in the
+    set's record or in a source's (a list, tuple or set argument); tagged
+    values an iterable produced become primal."""
+    tag = ctx.tag
+    if not _involves_a_set(args, tag):
+        return _plain(ctx, primitive, args, kwargs)
+    args = _untag_all(args, tag)
+    kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
+    out = primitive(*args, **kwargs) if kwargs else primitive(*args)
+    container = args[0] if args else None
+    if type(container) is set:
+        record_built(ctx, container)
+        _match_set(_cache(ctx), container, args[1:])
+    return out
+
+
+def _set_combining(ctx, primitive, args, kwargs):
+    """A set method or operator making a new set from its arguments
+    (``|``, ``&``, ``-``, ``^``, ``union`` …): as :func:`_set_changing`,
+    for the new set."""
+    tag = ctx.tag
+    if not _involves_a_set(args, tag):
+        return _plain(ctx, primitive, args, kwargs)
+    args = _untag_all(args, tag)
+    kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
+    out = primitive(*args, **kwargs) if kwargs else primitive(*args)
+    if type(out) is set or type(out) is frozenset:
+        out = record_built(ctx, out)
+        _match_set(_cache(ctx), out, args)
+    return out
+
+
+def _set_changing_iterables(ctx, primitive, args, kwargs):
+    return _set_changing(ctx, primitive, args, kwargs)
+
+
+def _set_combining_iterables(ctx, primitive, args, kwargs):
+    return _set_combining(ctx, primitive, args, kwargs)
+
+
+# Set methods taking iterables run even with nothing tagged and nothing
+# recorded: an iterable (a generator) may produce tagged values, which must
+# not stay in the program's set.
+_set_changing_iterables.always = _set_combining_iterables.always = True
+
+
+def _involves_a_set(args, tag):
+    return any(isinstance(_primal(a, tag), (set, frozenset)) for a in args[:2])
+
+
 class _Iterator:
     """``iter(x)`` for a container with recorded metadata: the container's
     own iterator, each value tagged as a read of that component would be."""
@@ -1147,7 +1353,7 @@ def _iter(ctx, primitive, args, kwargs):
             return _read_element(tag, record, container, index, value)
     elif kind is set or kind is frozenset:
         def read(index, value):
-            return _read_item(tag, record, value, value)
+            return _read_set_element(tag, record, value)
     elif _is_array(container) and container.ndim == 1:
         def read(index, value):
             return _read_array_element(tag, record, container, index, value)
@@ -1277,7 +1483,26 @@ _PROPAGATORS = {
     dict.update: _dict_update, dict.values: _dict_values, dict.items: _dict_values,
     iter: _iter_view,
     float: _conversion, int: _conversion, complex: _conversion,
+    set.add: _set_add, set.pop: _set_pop, frozenset.copy: _copying,
+    operator.or_: _set_combining, operator.and_: _set_combining,
+    operator.sub: _set_combining, operator.xor: _set_combining,
+    operator.ior: _set_changing, operator.iand: _set_changing,
+    operator.isub: _set_changing, operator.ixor: _set_changing,
 }
+for _name in ("union", "intersection", "difference", "symmetric_difference",
+              "__or__", "__and__", "__sub__", "__xor__", "__ror__", "__rand__", "__rsub__",
+              "__rxor__"):
+    _PROPAGATORS[getattr(set, _name)] = _PROPAGATORS[getattr(frozenset, _name)] = _set_combining
+for _name in ("update", "intersection_update", "difference_update",
+              "symmetric_difference_update", "discard", "remove", "clear", "__ior__",
+              "__iand__", "__isub__", "__ixor__"):
+    _PROPAGATORS[getattr(set, _name)] = _set_changing
+for _name in ("union", "intersection", "difference", "symmetric_difference"):
+    _PROPAGATORS[getattr(set, _name)] = _PROPAGATORS[getattr(frozenset, _name)] = (
+        _set_combining_iterables)
+for _name in ("update", "intersection_update", "difference_update",
+              "symmetric_difference_update"):
+    _PROPAGATORS[getattr(set, _name)] = _set_changing_iterables
 
 dispatch.install_propagation(fallback=fallback, propagator=propagator, slots=TAGGING_SLOTS,
                              record_parts=record_parts)

@@ -29,6 +29,17 @@ This module decides what to route:
   runs overdubbed is routed as soon as it has run (:func:`route_module`);
 * for a package with compiled modules (numpy, scipy, pandas …), every
   function and method: its Cython or C code calls them by name;
+* for a compiled module, the Python functions it fetched once and keeps in
+  its state (:func:`_route_extension_state`: ``_asyncio``'s
+  ``traceback.extract_stack``, ``_elementtree``'s ``copy.deepcopy``,
+  ``_pickle``'s reducers of ``copyreg.dispatch_table``), found through the
+  garbage collector's traversal of the module, which runs no code;
+* for a ``class`` statement (:func:`route_bases`), the ``__mro_entries__``
+  of its bases that are not classes (``typing.NamedTuple``'s);
+* for ``pickle.loads`` called on behalf of overdubbed code
+  (:func:`route_global`), each global the unpickler fetches by name to call
+  (the reconstructor a ``__reduce__`` returned): the interpreter announces
+  it with the audit event ``pickle.find_class``;
 * wherever cassette meets a C object wrapping Python functions (a primitive
   callee, a class attribute, a module global), the functions it calls
   (:func:`callables.wrapped_functions`: ``lru_cache``, numpy's
@@ -40,7 +51,12 @@ that is not overdubbed is no longer inlined, and so uses C stack; a function
 the interpreter calls through a protocol (a special method, a property
 accessor) loses the interpreter's inlining of it altogether.  Hence the
 restraint above: a class's plain methods are routed only when C code is
-known to call them by name.
+known to call them by name, and module functions only when C code is known
+to hold or fetch them.  (Measured on 3.12, routing every module-level
+function of the process instead: a function recursing through keyword calls
+then fails at depth 748 where it reached the recursion limit, 998, before —
+whatever the limit —, and calls of routed functions with keywords or from C
+cost 30-90% more outside overdubbed code.)
 
 When the core is the runtime, :mod:`cassette.entry` has it call
 :func:`install` with its routing primitives; under the
@@ -53,6 +69,7 @@ import functools
 import importlib.machinery
 import sys
 import types
+import weakref
 
 from . import callables
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
@@ -102,6 +119,14 @@ _CALLED_BY_NAME = {
     "_pylong": ALL_FUNCTIONS,
     # C extension modules build their named tuples at import (_decimal).
     "collections": ("namedtuple",),
+    # datetime.strptime and time.strptime import _strptime at each call and
+    # call it (3.11-3.13: _strptime_datetime, _strptime_time; 3.14+:
+    # _strptime_datetime_datetime, _date, _time as well).
+    "_strptime": ALL_FUNCTIONS,
+    # Compiled code that keeps what it fetched out of the garbage
+    # collector's sight (pydantic-core's field defaults: a static cell of
+    # Rust holds copy.deepcopy).
+    "copy": ("deepcopy", "copy"),
     # numpy's C code calls these modules' functions by name: ndarray methods
     # (sum, any, max, mean ... in _methods), repr and str of arrays and
     # dtypes, error-state callbacks, linalg's error raisers.  (numpy has
@@ -319,6 +344,9 @@ def route_module(namespace):
     module_name = namespace.get("__name__")
     if type(module_name) is not str:
         return
+    if module_name in _pending_globals:
+        for qualname in _pending_globals.pop(module_name):
+            _route_found(_static_global(namespace, qualname))
     names = _CALLED_BY_NAME.get(module_name, ())
     if names is ALL_FUNCTIONS or _in_compiled_package(module_name):
         for value in list(namespace.values()):
@@ -334,6 +362,165 @@ def route_module(namespace):
         if type(value) is not _FunctionType:
             for wrapped in callables.wrapped_functions(value):
                 _route_function(wrapped)
+
+
+def _route_module_functions(module):
+    """Route every function of ``module``'s namespace (a module compiled code
+    holds and calls by name)."""
+    namespace = getattr(module, "__dict__", None)
+    if type(namespace) is dict:
+        for value in list(namespace.values()):
+            if type(value) is _FunctionType:
+                _route_function(value)
+
+
+#: How deep :func:`_route_extension_state` looks into the containers a
+#: compiled module's state holds (``_pickle``'s ``copyreg.dispatch_table``
+#: is one level down).
+_STATE_DEPTH = 2
+_CONTAINERS = (tuple, list, dict, set, frozenset)
+_gc_referents = callables._gc_referents
+
+
+def _route_extension_state(module):
+    """Route the Python functions a compiled module fetched once and keeps
+    to call from C: what the garbage collector's traversal of ``module``
+    shows besides its namespace (the state of a module of multi-phase
+    initialisation, PEP 489/573; a pure-Python module shows only its
+    namespace), looked into through containers, C wrappers
+    (:func:`callables.wrapped_functions`) and modules (whose functions the
+    compiled module calls by name: ``_elementtree`` calls
+    ``xml.etree.ElementPath.find``).  Traversal runs no code.  A module
+    keeping what it fetched elsewhere (static C storage, or none: a fetch
+    at each call) is invisible here; :data:`_CALLED_BY_NAME` names those
+    known."""
+    namespace = getattr(module, "__dict__", None)
+    for held in _gc_referents(module):
+        if held is not namespace:
+            _route_held(held, _STATE_DEPTH)
+
+
+def _route_held(value, depth):
+    kind = type(value)
+    if kind is _FunctionType:
+        _route_function(value)
+    elif kind is _ModuleType:
+        _route_module_functions(value)
+    elif kind in _CONTAINERS:
+        if depth:
+            for item in _gc_referents(value):
+                _route_held(item, depth - 1)
+    elif not callables.type_flags(kind) & _TYPE_SUBCLASS:
+        for wrapped in callables.wrapped_functions(value):
+            _route_function(wrapped)
+
+
+def route_bases(bases):
+    """Route what a ``class`` statement calls of ``bases`` that are not
+    classes: their ``__mro_entries__`` (PEP 560), a special method of their
+    class or an attribute of their own (``typing.NamedTuple``, a function,
+    holds ``_namedtuple_mro_entries``), read without running program
+    code."""
+    if _route is None:
+        return
+    for base in bases:
+        kind = type(base)
+        if callables.type_flags(kind) & _TYPE_SUBCLASS:
+            continue
+        if callables.type_flags(kind) & _HEAPTYPE:
+            route_class(kind)
+        entries = callables.static_attribute(base, "__mro_entries__")
+        if entries is not None:
+            route_argument(entries)
+
+
+#: Module name -> qualified names the unpickler announced before the module
+#: was imported: routed once its body has run (:func:`route_module`).
+_pending_globals = {}
+_PENDING_LIMIT = 1024
+
+
+def route_global(module_name, qualname):
+    """Route the global named ``qualname`` in module ``module_name``, which
+    an unpickler is about to fetch and call from C (the audit event
+    ``pickle.find_class``, raised on behalf of overdubbed code): a
+    module function, a function named by its qualified name (a static
+    method, ``Class.function``: protocol 4+), a class with its methods (a
+    method pickles as ``getattr(cls_or_instance, name)``).  Found without
+    running program code; a module not imported yet is routed when its
+    body has run."""
+    if _route is None or type(module_name) is not str or type(qualname) is not str:
+        return
+    modules = sys.modules
+    module = dict.get(modules, module_name) if issubclass(type(modules), dict) else None
+    if module is None:
+        if len(_pending_globals) < _PENDING_LIMIT:
+            _pending_globals.setdefault(module_name, set()).add(qualname)
+        return
+    if type(module) is _ModuleType:
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is dict:
+            _route_found(_static_global(namespace, qualname))
+
+
+def _static_global(namespace, qualname):
+    """What ``qualname`` (dotted) names from module namespace ``namespace``,
+    looked up in namespaces and class dictionaries only, or None."""
+    parts = qualname.split(".")
+    found = namespace.get(parts[0])
+    for part in parts[1:]:
+        if found is None:
+            return None
+        if callables.type_flags(type(found)) & _TYPE_SUBCLASS:
+            found = callables.lookup_on_type(found, part)
+        elif type(found) is _ModuleType:
+            inner = getattr(found, "__dict__", None)
+            found = inner.get(part) if type(inner) is dict else None
+        else:
+            return None
+    return found
+
+
+def _route_found(value):
+    """Route a global an unpickler fetched: a function, a C wrapper's
+    functions, or a class and every method of it — a pickle may rebuild a
+    bound method as ``getattr(cls_or_instance, name)`` and call it (how
+    methods pickle)."""
+    if value is None:
+        return
+    route_argument(value)
+    kind = type(value)
+    if callables.type_flags(kind) & _TYPE_SUBCLASS:
+        if callables.type_flags(value) & _HEAPTYPE:
+            for klass in callables.class_mro(value):
+                if callables.type_flags(klass) & _HEAPTYPE and not _is_library_class(klass):
+                    _route_methods(klass)
+    elif kind is not _FunctionType:
+        for wrapped in callables.wrapped_functions(value):
+            route_argument(wrapped)
+
+
+#: id(class) -> (weak reference to it, how many entries its namespace had)
+#: for the classes :func:`_route_methods` routed: a class unpickled again
+#: and again is looked at again only when its namespace grew or shrank.
+_methods_routed = {}
+
+
+def _route_methods(klass):
+    """Route every function, class method and static method ``klass``'s own
+    namespace holds."""
+    namespace = callables.class_dict(klass)
+    seen = _methods_routed.get(id(klass))
+    if seen is not None and seen[0]() is klass and seen[1] == len(namespace):
+        return
+    for member in list(namespace.values()):
+        if type(member) is staticmethod or type(member) is classmethod:
+            _route_function(member.__func__)
+        elif type(member) is _FunctionType:
+            _route_function(member)
+    if len(_methods_routed) >= 4096:
+        _methods_routed.clear()
+    _methods_routed[id(klass)] = (weakref.ref(klass), len(namespace))
 
 
 #: Top-level packages with a compiled extension module among their modules.
@@ -382,6 +569,7 @@ def route_new_classes():
             namespace = getattr(module, "__dict__", None)
             if namespace is not None:
                 route_module(namespace)
+            _route_extension_state(module)
     pending = [object]
     visited = set()
     while pending:

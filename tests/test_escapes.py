@@ -500,3 +500,228 @@ def test_re_sub_with_a_template_runs_overdubbed():
         dubbed = cassette.overdub(Counting(metadata=[]), substitute, "aab x")
     assert dubbed == plain == "a-a-b x"
     assert escapes.total == 0, escapes.frames.most_common(3)
+
+
+# -- Python functions C code fetched to call: pickle's reconstructors, class
+#    statements' __mro_entries__, compiled modules' state ----------------------
+
+import copy  # noqa: E402
+import copyreg  # noqa: E402
+import datetime  # noqa: E402
+import pickle  # noqa: E402
+import typing  # noqa: E402
+import xml.etree.ElementTree as ElementTree  # noqa: E402
+
+
+def rebuild_point(x, y):
+    return ReducedPoint(x, y)
+
+
+class ReducedPoint:
+    """Pickled as ``rebuild_point(x, y)``: a module function the unpickler
+    fetches by name (``find_class``) and calls from C."""
+
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+    def __reduce__(self):
+        return rebuild_point, (self.x, self.y)
+
+    def __eq__(self, other):
+        return type(other) is ReducedPoint and (self.x, self.y) == (other.x, other.y)
+
+
+class MadeByClassMethod:
+    """Pickled as ``MadeByClassMethod.make(value)``, the class method
+    itself pickled as ``getattr(MadeByClassMethod, "make")`` (how methods
+    pickle): a class method the unpickler calls from C."""
+
+    def __init__(self, value):
+        self.value = value
+
+    @classmethod
+    def make(cls, value):
+        return cls(value * 1)
+
+    def __reduce__(self):
+        return MadeByClassMethod.make, (self.value,)
+
+
+def pickle_module_function():
+    points = [ReducedPoint(1, 2), ReducedPoint(3, -4)]
+    return pickle.loads(pickle.dumps(points)) == points
+
+
+def pickle_class_method():
+    return [m.value for m in pickle.loads(pickle.dumps([MadeByClassMethod(5),
+                                                        MadeByClassMethod("x")], protocol=4))]
+
+
+def pickle_toolz_curry():
+    toolz = pytest.importorskip("toolz")
+    curried = toolz.curry(max, key=abs)
+    restored = pickle.loads(pickle.dumps(curried))
+    return restored([1, -5, 3]), restored.keywords == curried.keywords
+
+
+class Reading:
+    """A field default pydantic-core copies with ``copy.deepcopy`` (which it
+    fetched once and keeps in a static cell of Rust) at each instantiation:
+    it copies the defaults that are not hashable."""
+
+    __hash__ = None
+
+    def __init__(self, value):
+        self.value = value
+
+    def __deepcopy__(self, memo):
+        return Reading(copy.deepcopy(self.value, memo))
+
+
+def pydantic_field_defaults():
+    pydantic = pytest.importorskip("pydantic")
+
+    class Sensor(pydantic.BaseModel):
+        model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
+        tags: list = ["a", ["b"]]
+        last: Reading = Reading([1.5])
+
+    first, second = Sensor(), Sensor(tags=["c"])
+    return (first.tags, second.tags, first.last.value, first.last is not second.last,
+            first.tags is not Sensor.model_fields["tags"].default)
+
+
+def named_tuple_class_statement():
+    class Pair(typing.NamedTuple):
+        left: int
+        right: str = "r"
+    return tuple(Pair(1)), Pair._fields, Pair.__mro__[1] is tuple
+
+
+def typed_dict_class_statement():
+    class Movie(typing.TypedDict, total=False):
+        title: str
+        year: int
+    return Movie(title="x"), sorted(Movie.__annotations__), Movie.__total__
+
+
+class EntriesAsMethod:
+    def __mro_entries__(self, bases):
+        return (dict,)
+
+
+def custom_mro_entries():
+    class Chosen:
+        pass
+
+    def entries(bases):          # a closure held by the base, not a module's function
+        return (Chosen,)
+
+    def base():
+        pass
+    base.__mro_entries__ = entries
+
+    class FromInstance(EntriesAsMethod()):
+        pass
+
+    class FromAttribute(base):
+        pass
+    return [k.__name__ for k in FromInstance.__mro__], [k.__name__ for k in FromAttribute.__mro__]
+
+
+def _reduce_temperature(t):
+    return Temperature, (t.degrees,)
+
+
+class Temperature:
+    def __init__(self, degrees):
+        self.degrees = degrees
+
+
+# Registered at import: _pickle keeps copyreg.dispatch_table in its state.
+copyreg.pickle(Temperature, lambda t: _reduce_temperature(t))
+
+
+def pickle_with_a_dispatch_table_reducer():
+    return pickle.loads(pickle.dumps(Temperature(21.5))).degrees
+
+
+def element_tree_deepcopy():
+    """``_elementtree`` fetched ``copy.deepcopy`` once (its module state) and
+    calls it for each child of a copied element."""
+    root = ElementTree.fromstring('<a x="1"><b y="2"><c/></b><d>text</d></a>')
+    tags = ["p", ["q"]]
+    root[0].set("tags", tags)       # not a str: copied by copy.deepcopy
+    root[1].text = ReducedPoint(1, 2)
+    copied = copy.deepcopy(root)
+    return (copied[0].get("tags"), copied[0].get("tags") is not tags,
+            copied[1].text == root[1].text, copied[1].text is not root[1].text)
+
+
+def datetime_strptime():
+    """``datetime.strptime`` and ``time.strptime`` import ``_strptime`` and
+    call it from C."""
+    import time
+    return (datetime.datetime.strptime("2024-03-05 17:08", "%Y-%m-%d %H:%M"),
+            tuple(time.strptime("5 Mar 24", "%d %b %y"))[:6])
+
+
+FETCHED_FROM_C = [pickle_module_function, pickle_class_method, pickle_toolz_curry,
+                  pydantic_field_defaults,
+                  named_tuple_class_statement, typed_dict_class_statement, custom_mro_entries,
+                  pickle_with_a_dispatch_table_reducer, element_tree_deepcopy, datetime_strptime]
+
+
+@pytest.mark.parametrize("program", FETCHED_FROM_C, ids=[p.__name__ for p in FETCHED_FROM_C])
+@pytest.mark.parametrize("make", [Nothing, lambda: Counting(metadata=[])],
+                         ids=["nothing", "counting"])
+def test_functions_c_code_fetched_run_overdubbed(program, make):
+    """A Python function C code fetches and calls — what a ``__reduce__``
+    returned, which ``pickle.loads`` fetches by name (a module function, a
+    class method, toolz's ``_restore_curry``), the ``__mro_entries__`` a
+    ``class`` statement calls on a base that is not a class, a function a
+    compiled module keeps in its state (``_elementtree``'s
+    ``copy.deepcopy``, ``_pickle``'s reducers), keeps where no traversal
+    sees it (pydantic-core's ``copy.deepcopy`` for field defaults) or
+    imports at each call (``_strptime``) — runs overdubbed, on behalf of the code that made C
+    call it: the result is the plain run's, and nothing escapes."""
+    expected = program()
+    with cassette.count_escapes() as escapes:
+        out = cassette.overdub(make(), program)
+    assert out == expected
+    if not PURE:
+        assert escapes.total == 0, escapes.report()
+
+
+@pytest.mark.skipif(PURE, reason="the pure-Python runtime has no routing: C-made calls escape")
+def test_an_unpickled_module_imported_by_the_unpickler_is_routed(tmp_path):
+    """``pickle.loads`` names a module that is not imported yet: the
+    unpickler imports it (overdubbed) and then calls its function."""
+    (tmp_path / "fresh_reducers.py").write_text(textwrap.dedent("""
+        def rebuild(x):
+            return Box(x)
+        class Box:
+            def __init__(self, x):
+                self.x = x
+            def __reduce__(self):
+                return rebuild, (self.x,)
+    """))
+    script = textwrap.dedent("""
+        import pickle, subprocess, sys, cassette
+        sys.path.insert(0, sys.argv[1])
+        data = subprocess.run([sys.executable, "-c",
+                               "import sys, pickle; sys.path.insert(0, sys.argv[1]); "
+                               "import fresh_reducers; "
+                               "sys.stdout.buffer.write(pickle.dumps(fresh_reducers.Box(7)))",
+                               sys.argv[1]], capture_output=True, check=True).stdout
+        class Nothing(cassette.Context):
+            pass
+        assert "fresh_reducers" not in sys.modules
+        with cassette.count_escapes() as escapes:
+            out = cassette.overdub(Nothing(), lambda: pickle.loads(data).x)
+        print(out, escapes.total)
+    """)
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                          text=True, env={**os.environ, "CASSETTE_NO_DISK_CACHE": "1"})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["7", "0"]

@@ -792,3 +792,131 @@ def test_more_recorded_objects_than_a_sweep_waits_for_keep_their_metadata():
     assert all(box.value == 1.0 for box in boxes)
     assert [[m.data for m in metameta(row, ctx)] for row in kept] == [["a", NoMetaData]] * 15
     assert len(ctx.bindingscache) < 1500 + 1024
+
+
+# -- sets: metadata of the very element the set holds ----------------------------------
+
+class LabelsCounted(Labels):
+    """Labels, and a prehook: every operator site is rewritten, so ``|``,
+    ``&``, ``-``, ``^`` reach the fallback too."""
+
+    def prehook(self, f, *args, **kwargs):
+        self.metadata.append(1)
+
+
+def set_operations(a, b, c, a_again):
+    """Sets made and changed every way a program does; ``a_again`` equals
+    ``a`` and is another object."""
+    x, y = {a, b}, {b, c}
+    popped_from_display = {a}.pop()
+    added = set()
+    added.add(a)
+    added.add(b)
+    added.discard(b)
+    kept_first = {a}
+    kept_first.add(a_again)          # the set keeps ``a``, and its metadata
+    updated = {b}
+    updated.update([a, c])
+    from_generator = set()
+    from_generator.update(v for v in (a, c))
+    changed = set(x)
+    changed |= {c}
+    changed -= {b}
+    emptied = {a, b}
+    emptied.clear()
+    emptied.add(b)
+    return {
+        "display": x, "constructor": set([a, b]), "comprehension": {v for v in (b, c)},
+        "add": added, "add_equal": kept_first, "update": updated,
+        "update_generator": from_generator, "in_place": changed, "cleared": emptied,
+        "union": x.union([c]), "intersection": x.intersection(y), "difference": x.difference(y),
+        "or": x | y, "and": x & y, "sub": x - y, "xor": x ^ y,
+        "frozenset": frozenset(v for v in (a, b)), "frozenset_of_set": frozenset(x),
+        "sorted": sorted(x), "popped": [popped_from_display],
+        "iterated": sorted(v for v in x),
+    }
+
+
+#: What each container's elements carry (``NoMetaMeta``: nothing).
+SET_LABELS = {
+    "display": {1.5: "a", 2.5: "b"}, "constructor": {1.5: "a", 2.5: "b"},
+    "comprehension": {2.5: "b", 3.5: "c"}, "add": {1.5: "a"}, "add_equal": {1.5: "a"},
+    "update": {1.5: "a", 2.5: "b", 3.5: "c"}, "update_generator": {1.5: "a", 3.5: "c"},
+    "in_place": {1.5: "a", 3.5: "c"}, "cleared": {2.5: "b"},
+    "union": {1.5: "a", 2.5: "b", 3.5: "c"}, "intersection": {2.5: "b"},
+    "difference": {1.5: "a"}, "or": {1.5: "a", 2.5: "b", 3.5: "c"}, "and": {2.5: "b"},
+    "sub": {1.5: "a"}, "xor": {1.5: "a", 3.5: "c"},
+    "frozenset": {1.5: "a", 2.5: "b"}, "frozenset_of_set": {1.5: "a", 2.5: "b"},
+    "sorted": ["a", "b"], "popped": ["a"], "iterated": ["a", "b"],
+}
+#: What differs under a context without a handler an operator could match:
+#: it leaves operators to the interpreter (their sites are not rewritten,
+#: reference §3.1), so ``x | y`` makes a set whose elements carry nothing,
+#: and ``changed |= {c}`` adds ``c`` without its metadata.
+WITHOUT_OPERATOR_SITES = {"or": NoMetaMeta, "and": NoMetaMeta, "sub": NoMetaMeta,
+                          "xor": NoMetaMeta, "in_place": {1.5: "a"}}
+
+
+def _labels_of(meta):
+    if meta is NoMetaMeta:
+        return NoMetaMeta
+    if isinstance(meta, dict):
+        return {key: m.data for key, m in meta.items()}
+    return [m.data for m in meta]
+
+
+@pytest.mark.parametrize("kind", [Labels, LabelsCounted])
+def test_a_sets_elements_keep_their_metadata(kind):
+    """reference §6 for sets: each element carries the metadata of the
+    value stored — through displays, ``set()``/``frozenset()``,
+    comprehensions, ``add``, ``update``, in-place and binary operators,
+    ``union`` …, iteration, ``sorted`` and ``pop`` — while the sets hold
+    primal values; of equal values a set keeps the one it had, and that
+    one's metadata (``{a}.add(a_again)``)."""
+    values = (1.5, 2.5, 3.5, float("1.5"))
+    plain = set_operations(*values)
+    ctx = enabletagging(kind(metadata=[]), labelled)
+    out = overdub(ctx, set_operations, tag(values[0], ctx, "a"), tag(values[1], ctx, "b"),
+                  tag(values[2], ctx, "c"), tag(values[3], ctx, "a again"))
+    assert out == plain
+    assert_primal_only(out)
+    assert {name: type(value) for name, value in out.items()} == {
+        name: type(value) for name, value in plain.items()}
+    expected = dict(SET_LABELS)
+    if kind is Labels:
+        expected.update(WITHOUT_OPERATOR_SITES)
+    assert {name: _labels_of(metameta(value, ctx)) for name, value in out.items()} == expected
+
+
+def popped_label(v):
+    return metadata({v}.pop(), run_pop), metadata([v].pop(), run_pop)
+
+
+run_pop = enabletagging(Labels(), popped_label)
+
+
+def test_what_a_set_pops_carries_its_metadata_as_a_lists_does():
+    assert overdub(run_pop, popped_label, tag(2.5, run_pop, "v")) == ("v", "v")
+
+
+def pops_inside(a):
+    as_set, as_list = {a}, [a]
+    from_set, from_list = as_set.pop(), as_list.pop()
+    return (metadata(from_set, run_inner_pops), metadata(from_list, run_inner_pops)), from_set, from_list
+
+
+def pops_outside(a):
+    inner, from_set, from_list = overdub(run_inner_pops, pops_inside,
+                                         tag(a, run_inner_pops, "inner"))
+    return inner, metadata(from_set, run_outer_pops), metadata(from_list, run_outer_pops)
+
+
+run_inner_pops = enabletagging(Labels(), pops_inside)
+run_outer_pops = enabletagging(Labels(), pops_outside)
+
+
+def test_a_set_pops_each_nested_contexts_metadata():
+    """Under nested tagging contexts, the element a set pops carries each
+    context's own metadata, as a list's does."""
+    assert overdub(run_outer_pops, pops_outside, tag(2.5, run_outer_pops, "outer")) == (
+        ("inner", "inner"), "outer", "outer")

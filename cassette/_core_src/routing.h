@@ -397,12 +397,39 @@ static int cassette_route_arguments(PyObject *const *args, Py_ssize_t nargs,
     return 0;
 }
 
+static PyObject *cassette_route_global = NULL;      /* routing.route_global */
+
+/* An unpickler is about to fetch the global `module`.`name` and call it
+   from C (the reconstructor a __reduce__ returned, a class): when that is
+   done on behalf of overdubbed code (pickle.loads called by it), the
+   global is routed first (routing.route_global). */
+static void cassette_audit_find_class(PyObject *args) {
+    if (cassette_route_global == NULL || !PyTuple_Check(args) || PyTuple_GET_SIZE(args) != 2
+            || cassette_current_frame() == cassette_calling.barrier)
+        return;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    PyObject *runtime = cassette_running_runtime();
+    if (runtime != NULL) {
+        Py_DECREF(runtime);
+        PyObject *done = PyObject_Call(cassette_route_global, args, NULL);
+        Py_XDECREF(done);
+    }
+    /* Routing is the library's business: nothing of it reaches the program. */
+    PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+}
+
 /* The sys hooks the interpreter calls from C (sys.unraisablehook,
    sys.excepthook) may have been installed by overdubbed code a moment
    ago, by a plain store that no site saw: the audit event raised just
    before the call names the hook, which is routed then. */
 static int cassette_audit(const char *event, PyObject *args, void *data) {
     (void)data;
+    if (event[0] == 'p' && strcmp(event, "pickle.find_class") == 0) {
+        cassette_audit_find_class(args);
+        return 0;
+    }
     if (event[0] != 's' || cassette_route_argument == NULL
             || (strcmp(event, "sys.unraisablehook") != 0
                 && strcmp(event, "sys.excepthook") != 0)
@@ -425,6 +452,12 @@ static void cassette_install_argument_routing(PyObject *route_argument,
     cassette_partial_type = (PyTypeObject *)partial_type;
     cassette_method_wrapper_type = (PyTypeObject *)method_wrapper_type;
     PySys_AddAuditHook(cassette_audit, NULL);
+}
+
+/* routing.route_global, called for the audit event pickle.find_class. */
+static void cassette_install_global_routing(PyObject *route_global) {
+    Py_XINCREF(route_global);
+    Py_XSETREF(cassette_route_global, route_global);
 }
 
 #endif  /* CASSETTE_CORE_ROUTING_H */

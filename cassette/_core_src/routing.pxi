@@ -91,6 +91,13 @@ cdef _install_attribute_load_pin():
 
 
 
+cdef extern from "_core_src/routing.h":
+    void cassette_install_global_routing(object route_global)
+
+
+cassette_install_global_routing(routing.route_global)
+
+
 def route(function, protocol=False):
     """Route ``function`` (a Python function): from now on, when the
     interpreter calls it on behalf of overdubbed code, it runs overdubbed.
