@@ -25,6 +25,7 @@ from cpython.dict cimport PyDict_Size
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.list cimport PyList_GET_ITEM
 from cpython.iterator cimport PyIter_Check
+from cpython.pythread cimport PyThread_get_thread_ident
 
 import functools
 import operator

@@ -11,6 +11,7 @@ import functools
 import sys
 import types
 import weakref
+from _thread import get_ident as _get_ident
 
 from . import callables, dispatch, engine, lifetimes, routing
 from ._singletons import OverdubInstead
@@ -74,6 +75,10 @@ class Runtime:
             chain.append(type(outer.ctx))
             outer = outer.parent
         self._ctx_types = tuple(chain)
+        # The steps whose iterator yielded EXHAUSTED itself, as (thread,
+        # iterator), until the loop asks (``loop_ended``): almost always
+        # empty.
+        self._marker_values = []
         self._reset()
 
     def _reset(self):
@@ -327,18 +332,42 @@ class Runtime:
 
     @callables.acts_for_program
     def next_step(self, iterator):
-        """One step of a ``for`` loop: the next value or :data:`EXHAUSTED`."""
+        """One step of a ``for`` loop: the next value or :data:`EXHAUSTED`.
+
+        A value that is :data:`EXHAUSTED` itself (the program can reach
+        the object) is noted for :meth:`loop_ended`, which the rewritten
+        loop asks on that branch alone; the core's twin says why."""
         try:
             site = self.slot("next")
-            if site.plan_is_empty():
-                return next(iterator, EXHAUSTED)
             try:
-                return site(iterator)
+                value = next(iterator) if site.plan_is_empty() else site(iterator)
             except StopIteration:
+                if self._marker_values:
+                    self._forget_marker_values(iterator)
                 return EXHAUSTED
+            if value is EXHAUSTED:
+                self._marker_values.append((_get_ident(), iterator))
+            return value
         except BaseException as exception:
             _drop_library_entries(exception)
             raise
+
+    def loop_ended(self, iterator):
+        """After :meth:`next_step` returned :data:`EXHAUSTED` for
+        ``iterator`` in this thread: whether it found the iterator
+        exhausted (False: the iterator yielded that object, the loop's
+        value this time)."""
+        return not (self._marker_values and self._forget_marker_values(iterator))
+
+    def _forget_marker_values(self, iterator):
+        """Forget the steps of ``iterator`` in this thread that returned
+        :data:`EXHAUSTED` as its value; whether there was one."""
+        thread = _get_ident()
+        kept = [step for step in self._marker_values
+                if step[0] != thread or step[1] is not iterator]
+        found = len(kept) != len(self._marker_values)
+        self._marker_values = kept
+        return found
 
     def enter(self, manager):
         """``with manager``: ``(value of __enter__, exit callable)``."""

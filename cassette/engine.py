@@ -305,16 +305,14 @@ def _sees_tags(f):
         return False
 
 
-_MISSING = object()
-
-
 def name_like(wrapper, f):
     """Give ``wrapper`` the ``__qualname__`` and ``__module__`` of ``f``: the
     interpreter's messages that name a callable (``len() argument after *
     must be an iterable``) then name ``f``, as without cassette."""
+    missing = object()      # (made here: any object a module holds, f could too)
     for name in ("__qualname__", "__module__"):
-        value = callables.static_attribute(f, name, _MISSING)
-        if value is _MISSING:
+        value = callables.static_attribute(f, name, missing)
+        if value is missing:
             continue
         try:
             setattr(wrapper, name, value)

@@ -218,8 +218,8 @@ def _recorded_components(x, ctx, record, open_):
         elif isinstance(x, (dict, set, frozenset)):
             found = {}
             for key, part in record.items.items():
-                value = _lookup_value(x, key)
-                if value is not _MISSING and part[0] is _innermost(value):
+                found_value, value = _lookup_value(x, key)
+                if found_value and part[0] is _innermost(value):
                     found[key] = meta(part, value)
             if found:
                 return found
@@ -237,13 +237,15 @@ def _recorded_components(x, ctx, record, open_):
     return NoMetaMeta
 
 
-_MISSING = object()
-
-
 def _lookup_value(container, key):
+    """``(True, value)`` of ``key`` in a dict or set ``container``, or
+    ``(False, None)``.  "Absent" is an object made here: the program can
+    reach a module's sentinel, and store it."""
     if isinstance(container, dict):
-        return dict.get(container, key, _MISSING)
-    return key if key in container else _MISSING
+        absent = object()
+        value = dict.get(container, key, absent)
+        return (False, None) if value is absent else (True, value)
+    return (True, key) if key in container else (False, None)
 
 
 # -- sequences: a list of parts parallel to the elements --------------------------
@@ -433,8 +435,8 @@ def _copy_items(cache, record, container):
     if type(target.items) is not dict:
         target.items = {}
     for key, part in record.items.items():
-        value = _lookup_value(container, key)
-        if value is not _MISSING and part[0] is _innermost(value):
+        found_value, value = _lookup_value(container, key)
+        if found_value and part[0] is _innermost(value):
             target.items[key] = part
 
 
@@ -1221,7 +1223,8 @@ def _iter_view(ctx, primitive, args, kwargs):
         keys = iter(container)
 
         def read(index, value):
-            return _read_item(tag, source, next(keys, _MISSING), value)
+            # (The keys run out with the values: both iterate one dict.)
+            return _read_item(tag, source, next(keys, None), value)
     return _Iterator(iterator, read)
 
 

@@ -524,10 +524,14 @@ cdef class Runtime:
     cdef bint _handed_out
     cdef bint _released
     cdef list _propagation_sites
+    # The steps whose iterator yielded EXHAUSTED itself, as (thread,
+    # iterator), until the loop asks (``loop_ended``): almost always empty.
+    cdef list _marker_values
 
     def __init__(self, ctx, parent=None):
         self.ctx = ctx
         self.parent = parent
+        self._marker_values = []
         if parent is not None:
             (<Runtime>parent)._children += 1
             Py_INCREF(parent)
@@ -1052,17 +1056,57 @@ cdef class Runtime:
         return self._next_step(iterator)
 
     cdef object _next_step(self, iterator):
+        # EXHAUSTED is in-band: a program can reach the object and an
+        # iterator can yield it.  Such a step is noted (one comparison on
+        # the hot path), and the rewritten loop asks ``loop_ended`` on the
+        # branch where the step returned EXHAUSTED, so that only the
+        # iterator's end ends the loop.
         cdef OperationSite site = self._next_site
+        cdef PyObject *item
+        cdef bint ended = False
         if site is None:
             site = self._next_site = OperationSite(self, "next")
         if site.refresh() or site.runs_directly(iterator):
-            if PyIter_Check(iterator):
-                return next(iterator, _EXHAUSTED)
-            return _builtin_next(iterator, _EXHAUSTED)      # (its error)
-        try:
-            return site._call1(iterator)
-        except StopIteration:
-            return _EXHAUSTED
+            if not PyIter_Check(iterator):
+                return _builtin_next(iterator)      # (its error)
+            item = cassette_iter_next(iterator)
+            if item is NULL:
+                return self._exhausted(iterator)
+            value = <object>item
+            Py_DECREF(value)        # (the reference cassette_iter_next returned)
+        else:
+            try:
+                value = site._call1(iterator)
+            except StopIteration:
+                # Nothing else here: a call would make Cython fetch the
+                # exception and its traceback (a third of the step's cost).
+                ended = True
+            if ended:
+                return self._exhausted(iterator)
+        if value is _EXHAUSTED:
+            self._marker_values.append((PyThread_get_thread_ident(), iterator))
+        return value
+
+    cdef inline object _exhausted(self, iterator):
+        if self._marker_values:
+            self._forget_marker_values(iterator)
+        return _EXHAUSTED
+
+    def loop_ended(self, iterator):
+        """After ``next_step`` returned EXHAUSTED for ``iterator`` in this
+        thread: whether it found the iterator exhausted (False: the
+        iterator yielded that object, the loop's value this time)."""
+        return not (self._marker_values and self._forget_marker_values(iterator))
+
+    cdef bint _forget_marker_values(self, iterator) except -1:
+        """Forget the steps of ``iterator`` in this thread that returned
+        EXHAUSTED as its value; whether there was one."""
+        thread = PyThread_get_thread_ident()
+        kept = [step for step in self._marker_values
+                if step[0] != thread or step[1] is not iterator]
+        found = len(kept) != len(self._marker_values)
+        self._marker_values = kept
+        return found
 
     def enter(self, manager):
         """``with manager``: ``(value of __enter__, exit callable)``."""

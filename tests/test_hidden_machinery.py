@@ -1,0 +1,295 @@
+"""What cassette uses to run a program must never change what the program
+does, whatever the program holds or changes (issue 35, items 1 and 2).
+
+* Values: every marker cassette's machinery carries can be reached by the
+  program (``gc.get_objects()``, a frame's ``f_code.co_consts``, a module's
+  globals).  Holding one, yielding one from an iterator, returning one,
+  storing one or putting one among a code object's constants must run as
+  plainly: the loop's end marker (``EXHAUSTED``), the slots of rewritten
+  code (``Slot``, ``NoOverdub``), ``OverdubInstead``, the "missing"
+  sentinels of metadata propagation.
+* Modules: what cassette needs from ``sys``, ``types``, ``gc``,
+  ``functools`` … is bound when cassette is imported.  For every attribute
+  of a standard module that cassette's sources name (found by scanning
+  them), a program that deletes it, or replaces it with something that
+  raises, gets from an overdubbed run what it gets from a plain one.
+
+Every program runs plainly and overdubbed under a context that defines
+nothing, one that counts every operation (a prehook) and one with tagging
+enabled; both runtimes run this file (``tools/dev.py test``).
+"""
+
+import gc
+import types
+
+import pytest
+
+import cassette
+from cassette import markers, propagation
+from cassette.rewrite import NoOverdub
+
+EXHAUSTED = markers.EXHAUSTED
+
+
+class Noop(cassette.Context):
+    """Defines nothing."""
+
+
+class Count(cassette.Context):
+    """Counts every operation."""
+
+    def prehook(self, f, /, *args, **kwargs):
+        self.metadata[0] += 1
+
+
+def noop(f):
+    return Noop()
+
+
+def count(f):
+    return Count(metadata=[0])
+
+
+def tagging(f):
+    return cassette.enabletagging(Noop(), f)
+
+
+CONTEXTS = [noop, count, tagging]
+
+
+def outcome(f, *args):
+    """What running ``f(*args)`` gives: ``("value", result)`` or
+    ``("raised", type, message)``."""
+    try:
+        return ("value", f(*args))
+    except Exception as error:        # the program's own outcome
+        return ("raised", type(error), str(error))
+
+
+def assert_runs_as_plainly(make_context, f, *args):
+    plain = outcome(f, *args)
+    overdubbed = outcome(lambda *a: cassette.overdub(make_context(f), f, *a), *args)
+    assert overdubbed == plain
+
+
+# -- the loop's end marker (item 1) ---------------------------------------------
+
+def count_items(xs):
+    n = 0
+    for _ in xs:
+        n += 1
+    return n
+
+
+def collect(xs):
+    seen = []
+    for x in xs:
+        seen.append(x is EXHAUSTED)
+    else:
+        seen.append("else")
+    return seen
+
+
+def yielding(xs):
+    yield from xs
+
+
+def through_a_generator(xs):
+    return [x is EXHAUSTED for x in yielding(xs)]
+
+
+class Yields:
+    """An iterator of its own whose ``__next__`` returns the marker."""
+
+    def __init__(self, values):
+        self.values = list(values)
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if not self.values:
+            raise StopIteration
+        return self.values.pop(0)
+
+
+def through_an_iterator_class(xs):
+    return collect(Yields(xs))
+
+
+def comprehensions(xs):
+    return ([x is EXHAUSTED for x in xs], len({id(x) for x in xs}),
+            sum(1 for _ in xs), {i: x is EXHAUSTED for i, x in enumerate(xs)})
+
+
+def nested(xs):
+    pairs = 0
+    for a in xs:
+        for b in xs:
+            pairs += 1
+    return pairs
+
+
+def reaches_it_through_gc():
+    # The issue's reproducer: the object as a program finds it.
+    found = next(o for o in gc.get_objects() if type(o).__name__ == "_Exhausted")
+    return count_items([1, found, 2, 3])
+
+
+LOOP_PROGRAMS = [count_items, collect, through_a_generator, through_an_iterator_class,
+                 comprehensions, nested]
+MARKED_DATA = [[1, EXHAUSTED, 2, 3], [EXHAUSTED], [1, 2, EXHAUSTED], [EXHAUSTED, EXHAUSTED], []]
+
+
+@pytest.mark.parametrize("make_context", CONTEXTS)
+@pytest.mark.parametrize("program", LOOP_PROGRAMS, ids=lambda f: f.__name__)
+def test_an_iterator_yielding_the_loop_end_marker_loops_on(make_context, program):
+    for data in MARKED_DATA:
+        assert_runs_as_plainly(make_context, program, data)
+
+
+@pytest.mark.parametrize("make_context", CONTEXTS)
+def test_the_issue_reproducer_counts_every_item(make_context):
+    assert reaches_it_through_gc() == 4
+    assert cassette.overdub(make_context(reaches_it_through_gc), reaches_it_through_gc) == 4
+
+
+@pytest.mark.parametrize("make_context", CONTEXTS)
+def test_threads_looping_under_one_context_each_get_their_own_answers(make_context):
+    """The runtime notes a step that yielded the marker per thread and
+    iterator: two threads overdubbing loops under one context at once each
+    loop over all their items."""
+    import threading
+
+    def loops(xs):
+        total = 0
+        for _ in range(300):
+            total += count_items(xs)
+        return total
+
+    ctx = make_context(loops)
+    data = [[EXHAUSTED, 1, EXHAUSTED], [EXHAUSTED, 2]]
+    out = [None, None]
+
+    def run(index):
+        out[index] = cassette.overdub(ctx, loops, data[index])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in (0, 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert out == [loops(data[0]), loops(data[1])] == [900, 600]
+
+
+# -- slots among a program's own constants ----------------------------------------
+
+def _with_constant(f, placeholder, value):
+    """``f`` with its constant ``placeholder`` replaced by ``value``."""
+    consts = tuple(value if c == placeholder else c for c in f.__code__.co_consts)
+    return types.FunctionType(f.__code__.replace(co_consts=consts), f.__globals__)
+
+
+def _returns_placeholder():
+    return "placeholder"          # RETURN_CONST on 3.12 and 3.13
+
+
+def _loads_placeholder():
+    value = "placeholder"         # LOAD_CONST
+    return [value, value]
+
+
+MARKER_CONSTANTS = [markers.Slot("add"), markers.RUNTIME, markers.Slot("for"),
+                    NoOverdub(len), EXHAUSTED]
+
+
+@pytest.mark.parametrize("make_context", CONTEXTS)
+@pytest.mark.parametrize("constant", MARKER_CONSTANTS, ids=repr)
+def test_a_marker_among_a_programs_own_constants_stays_itself(make_context, constant):
+    for shape in (_returns_placeholder, _loads_placeholder):
+        f = _with_constant(shape, "placeholder", constant)
+
+        def program():
+            return f()
+
+        plain = program()
+        overdubbed = cassette.overdub(make_context(program), program)
+        assert type(overdubbed) is type(plain)
+        if type(plain) is list:
+            assert all(a is b for a, b in zip(overdubbed, plain)) and len(overdubbed) == 2
+        else:
+            assert overdubbed is plain is constant
+
+
+# -- OverdubInstead as a value of the program -----------------------------------------
+
+def _returns_overdub_instead(log):
+    log.append("ran")
+    return cassette.OverdubInstead
+
+
+def overdub_instead_as_a_value():
+    log = []
+    results = [_returns_overdub_instead(log), _returns_overdub_instead(log)]
+    table = {"key": cassette.OverdubInstead}
+    results.append(table.get("key"))                      # a primitive returns it
+    results.append(getattr(cassette, "OverdubInstead"))
+    results.append([cassette.OverdubInstead][0])
+    results.append(max([cassette.OverdubInstead], key=id))
+    return [r is cassette.OverdubInstead for r in results], log
+
+
+class ExecutesSomethingElse(cassette.Context):
+    """Has an execute handler, for a callee the program does not call."""
+
+
+@cassette.execute.register(ExecutesSomethingElse, pow)
+def _execute_pow(ctx, f, *args):
+    return 0
+
+
+@pytest.mark.parametrize("make_context", CONTEXTS + [lambda f: ExecutesSomethingElse()])
+def test_a_program_returning_overdub_instead_runs_once(make_context):
+    """Only an ``execute`` handler's result is compared with
+    ``OverdubInstead``: a function or primitive of the program that returns
+    it returns a value like any other (its body runs once)."""
+    assert_runs_as_plainly(make_context, overdub_instead_as_a_value)
+    assert overdub_instead_as_a_value() == ([True] * 6, ["ran", "ran"])
+
+
+# -- the "missing" sentinels of metadata propagation -------------------------------------
+
+class Labels(cassette.Context):
+    """Tags any value with a string."""
+
+    @classmethod
+    def metadatatype(cls, T):
+        return str
+
+
+def _stored_metadata(value):
+    """What ``metameta`` reports for a dict holding ``value`` tagged, and for
+    its copy, under a tagging context of its own."""
+    def program():
+        table = {"key": cassette.tag(value, ctx, "label")}
+        return cassette.metameta(table, ctx), cassette.metameta(dict(table), ctx)
+    ctx = cassette.enabletagging(Labels(), program)
+    return cassette.overdub(ctx, program)
+
+
+def _module_sentinels(module):
+    return [value for name, value in vars(module).items()
+            if name.startswith("_") and type(value) is object]
+
+
+def test_a_stored_value_that_is_a_sentinel_of_propagation_keeps_its_metadata():
+    """Propagation looked a container's values up with a module-level
+    sentinel for "absent": a program's value that is that object was taken
+    for absent and lost its metadata."""
+    expected = _stored_metadata(object())
+    assert repr(expected) == ("({'key': Meta('label', cassette.NoMetaMeta)}, "
+                              "{'key': Meta('label', cassette.NoMetaMeta)})")
+    sentinels = _module_sentinels(propagation)
+    assert sentinels
+    for sentinel in sentinels:
+        assert repr(_stored_metadata(sentinel)) == repr(expected)
