@@ -59,8 +59,11 @@ def lookup_on_type(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` found in the ``__dict__`` of
     the classes of ``tp.__mro__``, without invoking descriptors, or None."""
     for klass in class_mro(tp):
-        found = class_dict(klass).get(name, NO_SELF)
-        if found is not NO_SELF:
+        # "Absent" is the fresh mapping proxy itself: a class may hold any
+        # object a module of cassette holds (NO_SELF was one).
+        namespace = class_dict(klass)
+        found = namespace.get(name, namespace)
+        if found is not namespace:
             return found
     return None
 

@@ -20,6 +20,7 @@ enabled; both runtimes run this file (``tools/dev.py test``).
 """
 
 import gc
+import sys
 import types
 
 import pytest
@@ -293,3 +294,79 @@ def test_a_stored_value_that_is_a_sentinel_of_propagation_keeps_its_metadata():
     assert sentinels
     for sentinel in sentinels:
         assert repr(_stored_metadata(sentinel)) == repr(expected)
+
+
+# -- any marker of cassette's, wherever the program puts it ----------------------------------
+
+def cassette_markers():
+    """The objects cassette's modules hold that stand for something (an
+    instance of a class of cassette's, or a bare ``object()``): each is a
+    value a program can reach."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if not (name == "cassette" or name.startswith("cassette.")) or module is None:
+            continue
+        for value in list(vars(module).values()):
+            kind = type(value)
+            if kind is object or (kind.__module__ or "").startswith("cassette") and not (
+                    isinstance(value, (type, types.ModuleType, types.FunctionType))
+                    or callable(value) or isinstance(value, (dict, list, set, tuple))):
+                found.setdefault(id(value), value)
+    return list(found.values())
+
+
+class Plain:
+    def __call__(self):
+        return "Plain.__call__"
+
+    def __enter__(self):
+        return "Plain.__enter__"
+
+    def __exit__(self, *exc):
+        return False
+
+    def __len__(self):
+        return 1
+
+
+def _uses_of(marker):
+    """A program that puts ``marker`` in its classes and data."""
+    class Shadowing(Plain):
+        __call__ = __enter__ = __len__ = marker
+
+    def program():
+        out = []
+        for action in (lambda: Shadowing()(), lambda: len(Shadowing()),
+                       lambda: Shadowing().__enter__()):
+            try:
+                out.append(action())
+            except TypeError as error:
+                out.append(("TypeError", str(error)))
+        try:
+            with Shadowing() as entered:
+                out.append(entered)
+        except (TypeError, AttributeError) as error:
+            out.append(type(error).__name__)
+        out.append([x is marker for x in [marker, 1, marker]])
+        out.append({"k": marker}.get("k") is marker)
+        out.append(getattr(Plain(), "absent", marker) is marker)
+        out.append(next(iter([marker])) is marker)
+        return out
+    return program
+
+
+def test_the_scan_finds_cassettes_markers():
+    found = cassette_markers()
+    assert any(value is EXHAUSTED for value in found)
+    assert any(value is markers.RUNTIME for value in found)
+    assert any(value is cassette.OverdubInstead for value in found)
+
+
+@pytest.mark.parametrize("make_context", CONTEXTS)
+def test_a_marker_of_cassette_in_a_programs_classes_and_data_is_a_value(make_context):
+    """A class may hold any object: one whose ``__call__`` or ``__enter__``
+    is a marker of cassette's (``callables.NO_SELF`` was the "absent" of
+    class lookups) is called as plainly, and a marker in a list, a dict or
+    a default is a value like any other."""
+    for marker in cassette_markers():
+        assert_runs_as_plainly(make_context, _uses_of(marker))
