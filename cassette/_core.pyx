@@ -52,7 +52,7 @@ include "_core_src/routing.pxi"
 def make_entry(implementation, strip, module_name):
     """``cassette.overdub``: a C function calling ``implementation`` that, when
     it raises, first calls ``strip(exception)`` to tidy its traceback."""
-    state = types.ModuleType(module_name + "._overdub_state")
+    state = ModuleType(module_name + "._overdub_state")
     state.implementation = implementation
     state.strip = strip
     return cassette_make_entry(state, module_name)

@@ -21,7 +21,12 @@ from .rewrite import recursion_limit_lock
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
 from ._builtins import (AttributeError, BaseException, StopIteration, any, callable,
-    getattr, hasattr, id, isinstance, len, next, object, slice, tuple, type)
+    getattr, hasattr, id, isinstance, len, next, object, slice, str, tuple, type)
+
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_partial = functools.partial
+_ref = weakref.ref
 
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
@@ -185,7 +190,7 @@ class Runtime:
             if entry is not None and entry.matches(f):
                 return entry.target
             return self._resolve_function(f)
-        if type(f) is functools.partial:
+        if type(f) is _partial:
             return self._resolve_partial(f)
         if type(f) is _MethodType:
             # A bound method resolves as its function, bound again.
@@ -265,7 +270,7 @@ class Runtime:
             if current is not None and current.ref is ref:
                 del closures[key]
 
-        closures[key] = FunctionEntry(f, target, weakref.ref(f, forget))
+        closures[key] = FunctionEntry(f, target, _ref(f, forget))
         if not callables.may_be_cached_weakly(f):
             # The target may keep f alive: kept until the next collection.
             self._note_forgettable(closures, key)
@@ -282,7 +287,7 @@ class Runtime:
             return self._target(p)
         plan, enclosing = recipe
         return engine.hooked_as(self, p, plan, enclosing,
-                                functools.partial(self.resolve(p.func), *p.args, **p.keywords))
+                                _partial(self.resolve(p.func), *p.args, **p.keywords))
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
@@ -477,12 +482,12 @@ class Runtime:
 
     def instantiation(self, cls):
         """The body of calling class ``cls`` (see :func:`engine.instantiate`)."""
-        return functools.partial(engine.instantiate, self.call, cls)
+        return _partial(engine.instantiate, self.call, cls)
 
     def array_function(self, dispatcher):
         """The body of numpy dispatcher ``dispatcher`` (see
         :func:`engine.call_array_function`)."""
-        return functools.partial(engine.call_array_function, self, dispatcher)
+        return _partial(engine.call_array_function, self, dispatcher)
 
     def hooked(self, callee, plan, body):
         return hooked(self, callee, plan, body)
@@ -490,7 +495,7 @@ class Runtime:
     def tagged_primitive(self, callee, primitive):
         """What calls of primitive ``callee`` (made by calling ``primitive``)
         become under tagging: the tagging fallback, named like ``callee``."""
-        result = functools.partial(engine.call_untagged, self.ctx, callee, primitive)
+        result = _partial(engine.call_untagged, self.ctx, callee, primitive)
         engine.name_like(result, callee)
         return result
 

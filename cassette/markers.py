@@ -17,6 +17,8 @@ program's own code may carry a :class:`Slot` among its constants; the
 rewriter loads such a constant so that binding leaves it alone.
 """
 
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+
 __all__ = ["EXHAUSTED", "RUNTIME", "Slot"]
 
 

@@ -48,6 +48,12 @@ from .versions import LAYER
 from .versions.common import GIVEN_ITERATOR, Site, StackTag
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_Enum = enum.Enum
+_getrecursionlimit = sys.getrecursionlimit
+_setrecursionlimit = sys.setrecursionlimit
+
 
 #: A constant a pass loads to get the running context (``cassette.ir.CONTEXT``).
 CONTEXT = Slot("context")
@@ -150,7 +156,7 @@ def _effect(instr, jump):
     elif kind is not int:
         # An enum argument (LOAD_SPECIAL's method) counts; bytecode's UNSET,
         # an int too, does not.
-        arg = arg if isinstance(arg, enum.Enum) else None
+        arg = arg if isinstance(arg, _Enum) else None
     key = (instr.name, arg, jump)
     effect = _effects.get(key)
     if effect is None:
@@ -694,7 +700,7 @@ recursion_limit_lock = threading.Lock()
 def lend_frames(count):
     """Raise the recursion limit by ``count`` (lower it, when negative)."""
     with recursion_limit_lock:
-        sys.setrecursionlimit(sys.getrecursionlimit() + count)
+        _setrecursionlimit(_getrecursionlimit() + count)
 
 
 def constructor_template(code, kinds):

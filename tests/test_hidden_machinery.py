@@ -19,7 +19,11 @@ nothing, one that counts every operation (a prehook) and one with tagging
 enabled; both runtimes run this file (``tools/dev.py test``).
 """
 
+import ast
+import builtins
 import gc
+import pathlib
+import re
 import sys
 import types
 
@@ -370,3 +374,194 @@ def test_a_marker_of_cassette_in_a_programs_classes_and_data_is_a_value(make_con
     a default is a value like any other."""
     for marker in cassette_markers():
         assert_runs_as_plainly(make_context, _uses_of(marker))
+
+
+# -- what cassette needs from the standard library (item 2) -------------------------------
+
+PACKAGE = pathlib.Path(cassette.__file__).parent
+STANDARD = frozenset(sys.stdlib_module_names) | {"builtins"}
+
+
+def _python_sources():
+    return sorted([*PACKAGE.glob("*.py"), *(PACKAGE / "versions").glob("*.py")])
+
+
+def _core_sources():
+    return sorted([PACKAGE / "_core.pyx", *(PACKAGE / "_core_src").glob("*.pxi")])
+
+
+def standard_attributes_cassette_names():
+    """Every ``(module, attribute)`` of a standard module that cassette's
+    sources spell ``module.attribute`` (through ``import module [as
+    name]``), and every builtin they name: scanned, so that a new use is
+    covered without editing this test."""
+    found = set()
+    builtin_names = {name for name in vars(builtins) if not name.startswith("__")}
+    for path in _python_sources():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    if top in STANDARD:
+                        aliases[alias.asname or top] = alias.name if alias.asname else top
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases):
+                found.add((aliases[node.value.id], node.attr))
+            elif isinstance(node, ast.Name) and node.id in builtin_names:
+                found.add(("builtins", node.id))
+    spelled = re.compile(r"\b(sys|types|functools|operator|gc|weakref|itertools|threading|"
+                         r"builtins|_builtins_module)\.([A-Za-z_]\w*)")
+    for path in _core_sources():
+        for module, attribute in spelled.findall(path.read_text(encoding="utf-8")):
+            found.add(("builtins" if module == "_builtins_module" else module, attribute))
+    return sorted((module, attribute) for module, attribute in found
+                  if module in sys.modules and hasattr(sys.modules[module], attribute)
+                  and not attribute.startswith("__"))
+
+
+class Trap:
+    """What replaces an attribute: any use of it raises."""
+
+    def __init__(self, name):
+        object.__setattr__(self, "_name", name)
+
+    def _raise(self, *args, **kwargs):
+        raise LookupError(f"the program replaced {object.__getattribute__(self, '_name')}")
+
+    __call__ = __iter__ = __len__ = __bool__ = __hash__ = __getitem__ = _raise
+    __instancecheck__ = __subclasscheck__ = __mro_entries__ = _raise
+
+    def __getattr__(self, name):
+        self._raise()
+
+
+class Base:
+    def value(self):
+        return 1
+
+
+class Derived(Base):
+    def value(self):
+        return super().value() + 1
+
+    @property
+    def twice(self):
+        return self.value() * 2
+
+
+class Manager:
+    def __init__(self, log):
+        self.log = log
+
+    def __enter__(self):
+        self.log.append("enter")
+        return len(self.log)
+
+    def __exit__(self, *exc):
+        self.log.append("exit")
+        return False
+
+
+def squares(n):
+    for i in range(n):
+        yield i * i
+
+
+def workload():
+    """Calls, a closure, methods and super(), a property, a class made at
+    run time, generators, a with-block, an exception, eval and exec,
+    imports, loops and comprehensions."""
+    out = []
+    offset = 10
+
+    def add(a, b=1):
+        return a + b + offset
+
+    out.append(add(1, b=2))
+    out.append(sorted([3, 1, 2], key=lambda x: -x))
+    made = type("Made", (Derived,), {"extra": lambda self: 7})
+    instance = made()
+    out.append((instance.value(), instance.twice, instance.extra()))
+    out.append(list(squares(4)))
+    out.append(sum(x for x in range(5)))
+    log = []
+    with Manager(log) as entered:
+        out.append(entered)
+    out.append(log)
+    try:
+        {}["missing"]
+    except KeyError as error:
+        out.append(repr(error))
+    out.append(eval(compile("1 + 1", "<eval>", "eval"), {}, {}))
+    namespace = {}
+    exec("def tripled(x):\n    return [x * 3 for _ in range(2)]", namespace)
+    out.append(namespace["tripled"](2))
+    import json
+    out.append(json.loads("[1, 2]"))
+    out.append({k: v for k, v in zip("ab", (1, 2))})
+    out.append([(i, j) for i in range(2) for j in "xy"])
+    return out
+
+
+def _patched_run(module_name, attribute, replace):
+    """A program that deletes or replaces ``module.attribute``, runs the
+    workload and puts the attribute back."""
+    module = sys.modules[module_name]
+    trap = Trap(f"{module_name}.{attribute}")
+    # (Bound here: the program may be deleting the builtins themselves.)
+    get, put, remove = getattr, setattr, delattr
+
+    def program():
+        saved = get(module, attribute)
+        if replace:
+            put(module, attribute, trap)
+        else:
+            remove(module, attribute)
+        try:
+            return workload()
+        finally:
+            put(module, attribute, saved)
+    return program
+
+
+def _outcome_of(run):
+    try:
+        return ("value", run())
+    except BaseException as error:     # the program's own outcome, whatever it is
+        return ("raised", type(error).__name__, str(error))
+
+
+ATTRIBUTES = standard_attributes_cassette_names()
+
+
+def test_the_scan_finds_what_cassette_uses():
+    """The scan sees the uses this issue was about."""
+    assert {("sys", "_getframe"), ("types", "FunctionType"), ("functools", "partial"),
+            ("builtins", "len"), ("builtins", "isinstance")} <= set(ATTRIBUTES)
+
+
+@pytest.mark.parametrize("module_name, attribute", ATTRIBUTES,
+                         ids=[f"{m}.{a}" for m, a in ATTRIBUTES])
+def test_a_program_patching_the_standard_library_sees_only_its_own_effects(module_name, attribute):
+    module = sys.modules[module_name]
+    saved = getattr(module, attribute)
+    for replace in (False, True):
+        program = _patched_run(module_name, attribute, replace)
+        try:
+            plain = _outcome_of(program)
+        finally:
+            setattr(module, attribute, saved)
+        for make_context in CONTEXTS:
+            ctx = make_context(program)
+            try:
+                overdubbed = _outcome_of(lambda: cassette.overdub(ctx, program))
+            finally:
+                # (Should the program's own restoring fail overdubbed.)
+                setattr(module, attribute, saved)
+            assert overdubbed == plain, (
+                f"{'replacing' if replace else 'deleting'} {module_name}.{attribute} "
+                f"under {make_context.__name__}")
+

@@ -3,7 +3,11 @@
 #
 # Part of cassette/_core.pyx (included there; see its map).
 
+# What the core needs of the standard library is bound here, at import: a
+# program may patch or delete anything of it (issue 35, item 2).
 cdef object FunctionType = types.FunctionType
+cdef object _intern = sys.intern
+cdef object _sys_modules = sys.modules
 cdef object _partial_type = functools.partial
 cdef object MethodType = types.MethodType
 cdef object _object_new = object.__new__
@@ -122,7 +126,7 @@ cdef object _builtin_name(object f):
     cdef Py_ssize_t slot = _address_slot(method_def, BUILTIN_NAMES_BITS)
     if _builtin_name_defs[slot] == method_def:
         return <object>PyList_GET_ITEM(_builtin_names, slot)
-    name = sys.intern(cassette_builtin_def_name(f).decode("utf-8"))
+    name = _intern(cassette_builtin_def_name(f).decode("utf-8"))
     _builtin_names[slot] = name
     _builtin_name_defs[slot] = method_def
     return name
