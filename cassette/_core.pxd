@@ -36,6 +36,8 @@ cdef extern from "Python.h":
     Py_ssize_t PyLong_AsSsize_t(object)
     PyObject *PyErr_Occurred()
     void PyErr_Clear()
+    # A new reference; NULL without an error when the iterator is exhausted.
+    PyObject *cassette_iter_next "PyIter_Next"(object) except? NULL
 
 # What the core reads or changes inside the interpreter, one branch per
 # supported release (see the header).  Included before every block below.

@@ -25,6 +25,7 @@ from cpython.dict cimport PyDict_Size
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.list cimport PyList_GET_ITEM
 from cpython.iterator cimport PyIter_Check
+from cpython.pythread cimport PyThread_get_thread_ident
 
 import functools
 import operator
@@ -51,7 +52,7 @@ include "_core_src/routing.pxi"
 def make_entry(implementation, strip, module_name):
     """``cassette.overdub``: a C function calling ``implementation`` that, when
     it raises, first calls ``strip(exception)`` to tidy its traceback."""
-    state = types.ModuleType(module_name + "._overdub_state")
+    state = ModuleType(module_name + "._overdub_state")
     state.implementation = implementation
     state.strip = strip
     return cassette_make_entry(state, module_name)

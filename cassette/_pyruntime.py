@@ -11,6 +11,7 @@ import functools
 import sys
 import types
 import weakref
+from _thread import get_ident as _get_ident
 
 from . import callables, dispatch, engine, lifetimes, routing
 from ._singletons import OverdubInstead
@@ -20,7 +21,12 @@ from .rewrite import recursion_limit_lock
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
 from ._builtins import (AttributeError, BaseException, StopIteration, any, callable,
-    getattr, hasattr, id, isinstance, len, next, object, slice, tuple, type)
+    getattr, hasattr, id, isinstance, len, next, object, slice, str, tuple, type)
+
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_partial = functools.partial
+_ref = weakref.ref
 
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
@@ -74,6 +80,10 @@ class Runtime:
             chain.append(type(outer.ctx))
             outer = outer.parent
         self._ctx_types = tuple(chain)
+        # The steps whose iterator yielded EXHAUSTED itself, as (thread,
+        # iterator), until the loop asks (``loop_ended``): almost always
+        # empty.
+        self._marker_values = []
         self._reset()
 
     def _reset(self):
@@ -225,7 +235,7 @@ class Runtime:
             if entry is not None and entry.matches(f):
                 return entry.target
             return self._resolve_function(f)
-        if type(f) is functools.partial:
+        if type(f) is _partial:
             return self._resolve_partial(f)
         if type(f) is _MethodType:
             # A bound method resolves as its function, bound again.
@@ -322,7 +332,7 @@ class Runtime:
             if current is not None and current.ref is ref:
                 del closures[key]
 
-        closures[key] = FunctionEntry(f, target, weakref.ref(f, forget))
+        closures[key] = FunctionEntry(f, target, _ref(f, forget))
         if not callables.may_be_cached_weakly(f):
             # The target may keep f alive: kept until a collection starts.
             self._note_forgettable(closures, key, f)
@@ -339,7 +349,7 @@ class Runtime:
             return self._target(p)
         plan, enclosing = recipe
         return engine.hooked_as(self, p, plan, enclosing,
-                                functools.partial(self.resolve(p.func), *p.args, **p.keywords))
+                                _partial(self.resolve(p.func), *p.args, **p.keywords))
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
@@ -389,18 +399,42 @@ class Runtime:
 
     @callables.acts_for_program
     def next_step(self, iterator):
-        """One step of a ``for`` loop: the next value or :data:`EXHAUSTED`."""
+        """One step of a ``for`` loop: the next value or :data:`EXHAUSTED`.
+
+        A value that is :data:`EXHAUSTED` itself (the program can reach
+        the object) is noted for :meth:`loop_ended`, which the rewritten
+        loop asks on that branch alone; the core's twin says why."""
         try:
             site = self.slot("next")
-            if site.plan_is_empty():
-                return next(iterator, EXHAUSTED)
             try:
-                return site(iterator)
+                value = next(iterator) if site.plan_is_empty() else site(iterator)
             except StopIteration:
+                if self._marker_values:
+                    self._forget_marker_values(iterator)
                 return EXHAUSTED
+            if value is EXHAUSTED:
+                self._marker_values.append((_get_ident(), iterator))
+            return value
         except BaseException as exception:
             _drop_library_entries(exception)
             raise
+
+    def loop_ended(self, iterator):
+        """After :meth:`next_step` returned :data:`EXHAUSTED` for
+        ``iterator`` in this thread: whether it found the iterator
+        exhausted (False: the iterator yielded that object, the loop's
+        value this time)."""
+        return not (self._marker_values and self._forget_marker_values(iterator))
+
+    def _forget_marker_values(self, iterator):
+        """Forget the steps of ``iterator`` in this thread that returned
+        :data:`EXHAUSTED` as its value; whether there was one."""
+        thread = _get_ident()
+        kept = [step for step in self._marker_values
+                if step[0] != thread or step[1] is not iterator]
+        found = len(kept) != len(self._marker_values)
+        self._marker_values = kept
+        return found
 
     def enter(self, manager):
         """``with manager``: ``(value of __enter__, exit callable)``."""
@@ -520,12 +554,12 @@ class Runtime:
 
     def instantiation(self, cls):
         """The body of calling class ``cls`` (see :func:`engine.instantiate`)."""
-        return functools.partial(engine.instantiate, self.call, cls)
+        return _partial(engine.instantiate, self.call, cls)
 
     def array_function(self, dispatcher):
         """The body of numpy dispatcher ``dispatcher`` (see
         :func:`engine.call_array_function`)."""
-        return functools.partial(engine.call_array_function, self, dispatcher)
+        return _partial(engine.call_array_function, self, dispatcher)
 
     def hooked(self, callee, plan, body):
         return hooked(self, callee, plan, body)
@@ -533,7 +567,7 @@ class Runtime:
     def tagged_primitive(self, callee, primitive):
         """What calls of primitive ``callee`` (made by calling ``primitive``)
         become under tagging: the tagging fallback, named like ``callee``."""
-        result = functools.partial(engine.call_untagged, self.ctx, callee, primitive)
+        result = _partial(engine.call_untagged, self.ctx, callee, primitive)
         engine.name_like(result, callee)
         return result
 

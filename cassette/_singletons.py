@@ -14,6 +14,8 @@ Every singleton must be bound to a module attribute of this module under its
 own name; that is what makes pickling by reference work.
 """
 
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+
 __all__ = ["Singleton", "OverdubInstead", "NoMetaData", "NoMetaMeta", "ANY",
            "TAGGED_VALUE_SLOT", "TAGGED_TAG_SLOT", "TAGGED_DATA_SLOT"]
 

@@ -20,6 +20,26 @@ import weakref
 
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_BuiltinFunctionType = types.BuiltinFunctionType
+_CO_ASYNC_GENERATOR = inspect.CO_ASYNC_GENERATOR
+_CO_COROUTINE = inspect.CO_COROUTINE
+_CO_GENERATOR = inspect.CO_GENERATOR
+_CO_VARARGS = inspect.CO_VARARGS
+_CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
+_ClassMethodDescriptorType = types.ClassMethodDescriptorType
+_WrapperDescriptorType = types.WrapperDescriptorType
+_c_void_p = ctypes.c_void_p
+_get_instructions = dis.get_instructions
+_get_objects = gc.get_objects
+_modules = sys.modules
+_partial = functools.partial
+_path_dirname = os.path.dirname
+_ref = weakref.ref
+_sep = os.sep
+_sizeof = ctypes.sizeof
+
 BuiltinMethodType = types.BuiltinMethodType
 #: The builtins of methods that know their defining class (``METH_METHOD``,
 #: a subtype of ``BuiltinMethodType``: ``re.Pattern.match`` bound to a
@@ -59,8 +79,11 @@ def lookup_on_type(tp, name):
     """``_PyType_Lookup``: the attribute ``name`` found in the ``__dict__`` of
     the classes of ``tp.__mro__``, without invoking descriptors, or None."""
     for klass in class_mro(tp):
-        found = class_dict(klass).get(name, NO_SELF)
-        if found is not NO_SELF:
+        # "Absent" is the fresh mapping proxy itself: a class may hold any
+        # object a module of cassette holds (NO_SELF was one).
+        namespace = class_dict(klass)
+        found = namespace.get(name, namespace)
+        if found is not namespace:
             return found
     return None
 
@@ -191,7 +214,7 @@ def _builtin_descriptor(f, owner):
         if owner_is_type:
             for klass in owner_mro:
                 found = class_dict(klass).get(name)
-                if type(found) is types.ClassMethodDescriptorType:
+                if type(found) is _ClassMethodDescriptorType:
                     candidates.append((found, None, owner))
             for klass in class_mro(type(owner)):
                 found = class_dict(klass).get(name)
@@ -254,15 +277,15 @@ def does_nothing(handler, fixed):
         return False
     code = handler.__code__
     accepts_anything = (
-        code.co_flags & inspect.CO_VARARGS and code.co_flags & inspect.CO_VARKEYWORDS
+        code.co_flags & _CO_VARARGS and code.co_flags & _CO_VARKEYWORDS
         and code.co_argcount <= fixed and not code.co_kwonlyargcount
         and not code.co_freevars and not code.co_cellvars
-        and not code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE
-                                 | inspect.CO_ASYNC_GENERATOR)
+        and not code.co_flags & (_CO_GENERATOR | _CO_COROUTINE
+                                 | _CO_ASYNC_GENERATOR)
     )
     if not accepts_anything:
         return False
-    body = [i for i in dis.get_instructions(code) if i.opname not in _IGNORED_OPCODES]
+    body = [i for i in _get_instructions(code) if i.opname not in _IGNORED_OPCODES]
     if len(body) == 1:
         return body[0].opname == "RETURN_CONST" and body[0].argval is None
     if len(body) == 2:
@@ -283,9 +306,9 @@ def is_library_code(code):
         pass
     if len(_library_files) > 4096:
         _library_files.clear()
-    directory = os.path.dirname(filename)
+    directory = _path_dirname(filename)
     answer = _library_files[filename] = (directory == _PACKAGE_DIR
-                                         or directory.startswith(_PACKAGE_DIR + os.sep)
+                                         or directory.startswith(_PACKAGE_DIR + _sep)
                                          or filename.startswith(_CORE_SOURCES))
     return answer
 
@@ -490,7 +513,7 @@ def reading_runs_no_python(kind, name):
         return False
     getattribute = lookup_on_type(kind, "__getattribute__")
     if getattribute is not object.__dict__["__getattribute__"] and (
-            type(getattribute) is not types.WrapperDescriptorType):
+            type(getattribute) is not _WrapperDescriptorType):
         return False
     if lookup_on_type(kind, "__getattr__") is not None:
         return False
@@ -542,11 +565,11 @@ def _wrapper_plan(kind):
     numpy dispatchers.  Decided once per class."""
     if (kind in _WRAP_NOTHING or type_flags(kind) & TYPE_SUBCLASS_FLAG
             or ModuleType in class_mro(kind)):     # a module's __getattr__ is program code
-        plan = (weakref.ref(kind), (), False, False)
+        plan = (_ref(kind), (), False, False)
     else:
         names = tuple(name for name in WRAPPED_FUNCTION_ATTRIBUTES
                       if reading_runs_no_python(kind, name))
-        plan = (weakref.ref(kind), names, True, is_array_function_dispatcher_type(kind))
+        plan = (_ref(kind), names, True, is_array_function_dispatcher_type(kind))
     if len(_wrapper_plans) >= 4096:
         _wrapper_plans.clear()
     _wrapper_plans[id(kind)] = plan
@@ -568,7 +591,7 @@ _WRAP_NOTHING = frozenset({
 
 def _array_function_dispatcher_type():
     for name in ("numpy._core._multiarray_umath", "numpy.core._multiarray_umath"):
-        module = sys.modules.get(name)
+        module = _modules.get(name)
         namespace = getattr(module, "__dict__", None) if type(module) is ModuleType else None
         found = None if namespace is None else namespace.get("_ArrayFunctionDispatcher")
         if type(found) is type:
@@ -613,8 +636,8 @@ def array_function_relevant(dispatcher):
 def _find_relevant(dispatcher):
     global _functions_by_address
     implementation = dispatcher._implementation
-    size = min(8, type(dispatcher).__basicsize__ // ctypes.sizeof(ctypes.c_void_p))
-    words = (ctypes.c_void_p * size).from_address(id(dispatcher))
+    size = min(8, type(dispatcher).__basicsize__ // _sizeof(_c_void_p))
+    words = (_c_void_p * size).from_address(id(dispatcher))
     address = None
     for index in range(3, size):
         if words[index] == id(implementation):
@@ -631,7 +654,7 @@ def _find_relevant(dispatcher):
     # exist from numpy's import on), weakly.
     reference = None if _functions_by_address is None else _functions_by_address.get(address)
     if reference is None:
-        _functions_by_address = {id(f): weakref.ref(f) for f in gc.get_objects()
+        _functions_by_address = {id(f): _ref(f) for f in _get_objects()
                                  if type(f) is FunctionType}
         reference = _functions_by_address.get(address)
     function = None if reference is None else reference()
@@ -654,7 +677,7 @@ def body_kind(callee):
                 or _python_function(lookup_on_type(callee, "__init__")) is not None):
             return INSTANTIATION
         return None
-    if kind is functools.partial:
+    if kind is _partial:
         return PARTIAL
     if kind is BuiltinMethodType:
         if is_one_of(callee, _SOURCE_RUNNERS):
@@ -686,7 +709,7 @@ def instances_are_primitives(kind):
     return (not type_flags(kind) & TYPE_SUBCLASS_FLAG
             and kind not in _KINDS_DECIDED_APART
             and not is_array_function_dispatcher_type(kind)
-            and type(lookup_on_type(kind, "__call__")) is types.WrapperDescriptorType)
+            and type(lookup_on_type(kind, "__call__")) is _WrapperDescriptorType)
 
 
 # The C types whose instances split_bound, is_frame_sensitive or body_kind
@@ -705,7 +728,7 @@ def resolution_key(f):
     a static method (``xxsubtype.spamlist``'s ``classmeth`` and
     ``staticmeth``), which the interpreter calls differently.  (The Cython
     core adds the method definition itself, which a name stands for.)"""
-    if type(f) is types.BuiltinFunctionType or type(f) is BuiltinCMethodType:
+    if type(f) is _BuiltinFunctionType or type(f) is BuiltinCMethodType:
         return (f, f.__name__)
     return f
 
@@ -893,12 +916,12 @@ def _module_of_namespace(namespace):
     if module is not None and _MODULE_DICT(module) is namespace:
         return module
     module = _namespaces.get(id(namespace))
-    if module is None and len(sys.modules) != _namespaces_seen:
+    if module is None and len(_modules) != _namespaces_seen:
         _namespaces.clear()
-        for candidate in list(sys.modules.values()):
+        for candidate in list(_modules.values()):
             if ModuleType in class_mro(type(candidate)):
                 _namespaces[id(_MODULE_DICT(candidate))] = candidate
-        _namespaces_seen = len(sys.modules)
+        _namespaces_seen = len(_modules)
         module = _namespaces.get(id(namespace))
     return module if module is not None and _MODULE_DICT(module) is namespace else None
 
@@ -907,7 +930,7 @@ def _loaded_module(name):
     """The module ``sys.modules`` holds under ``name``, or None."""
     if type(name) is not str:
         return None
-    module = sys.modules.get(name)
+    module = _modules.get(name)
     return module if ModuleType in class_mro(type(module)) else None
 
 
@@ -932,11 +955,11 @@ def is_module_global(obj):
     """True when ``obj`` is what its module's global of its own name holds
     (``numpy.add``, ``numpy.sum``): an object defined once, not one a
     program makes afresh (an ``operator.itemgetter(k)`` has no name)."""
-    module = sys.modules.get(static_attribute(obj, "__module__"))
+    module = _modules.get(static_attribute(obj, "__module__"))
     name = static_attribute(obj, "__name__")
     if module is None or type(name) is not str:
         return False
-    return type(module) is types.ModuleType and module.__dict__.get(name) is obj
+    return type(module) is ModuleType and module.__dict__.get(name) is obj
 
 
 # What ``type`` hashes and compares classes with (found along its MRO).

@@ -51,6 +51,11 @@ from .operations import Intercept
 from .passes import NoPass, Pass
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_FunctionType = types.FunctionType
+_getframe = sys._getframe
+
 __all__ = ["ContextMeta", "Context", "context", "similarcontext"]
 
 _HOOK_NAMES = frozenset(_dispatch.HOOK_NAMES)
@@ -72,7 +77,7 @@ def _hook_handler(cls, name, value):
     or ``None`` for the base defaults.  Raises ``TypeError`` if not callable."""
     if getattr(value, "_cassette_default_hook", False):
         return None
-    if isinstance(value, types.FunctionType):
+    if isinstance(value, _FunctionType):
         return value
     if hasattr(type(value), "__get__"):
         # staticmethod, classmethod, other descriptors: bind as `ctx.name` would.
@@ -309,7 +314,7 @@ def context(name: str, /) -> type[Context]:
     if not name.isidentifier():
         raise ValueError(f"context() expects an identifier as the class name, got {name!r}")
     try:
-        module = sys._getframe(1).f_globals.get("__name__", "__main__")
+        module = _getframe(1).f_globals.get("__name__", "__main__")
     except ValueError:          # no caller frame (embedded interpreters)
         module = "__main__"
     return ContextMeta(name, (Context,), {"__module__": module, "__qualname__": name})

@@ -120,6 +120,27 @@ import weakref
 from .markers import EXHAUSTED, RUNTIME, Slot
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_O_CREAT = os.O_CREAT
+_O_EXCL = os.O_EXCL
+_O_RDONLY = os.O_RDONLY
+_O_WRONLY = os.O_WRONLY
+_environ = os.environ
+_listdir = os.listdir
+_makedirs = os.makedirs
+_modules = sys.modules
+_path_abspath = os.path.abspath
+_path_dirname = os.path.dirname
+_path_exists = os.path.exists
+_path_expanduser = os.path.expanduser
+_path_isabs = os.path.isabs
+_path_isfile = os.path.isfile
+_path_join = os.path.join
+_path_relpath = os.path.relpath
+_sep = os.sep
+_util = importlib.util
+
 # The functions this module calls, taken now: a program that replaces
 # ``os.replace`` or ``marshal.loads`` while it runs overdubbed (CPython's
 # tests mock such functions) must not see cassette's calls, nor change them.
@@ -194,15 +215,15 @@ _counter = itertools.count()
 def default_root(environ=None):
     """The cache root the environment ``environ`` (default ``os.environ``)
     selects, whether or not the cache is enabled."""
-    env = os.environ if environ is None else environ
+    env = _environ if environ is None else environ
     explicit = env.get("CASSETTE_CACHE_DIR")
     if explicit:
-        return os.path.abspath(os.path.expanduser(explicit))
+        return _path_abspath(_path_expanduser(explicit))
     xdg = env.get("XDG_CACHE_HOME")
-    if xdg and os.path.isabs(xdg):
-        return os.path.join(xdg, "cassette")
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".cache", "cassette")
+    if xdg and _path_isabs(xdg):
+        return _path_join(xdg, "cassette")
+    home = env.get("HOME") or _path_expanduser("~")
+    return _path_join(home, ".cache", "cassette")
 
 
 def _max_mb(env):
@@ -218,7 +239,7 @@ def configure(environ=None):
     """Read the configuration from ``environ`` (default ``os.environ``)
     again; returns the cache directory, or None when the cache is off."""
     global _directory, _max_bytes, _can_store, _stores, _last
-    env = os.environ if environ is None else environ
+    env = _environ if environ is None else environ
     _made_buckets.clear()
     forget_recent()
     _can_store = None
@@ -230,7 +251,7 @@ def configure(environ=None):
     if off or tag is None or _max_bytes <= 0:
         _directory = None
     else:
-        _directory = os.path.join(default_root(env), tag)
+        _directory = _path_join(default_root(env), tag)
     return _directory
 
 
@@ -265,30 +286,31 @@ def _rewriter_files():
     rewriter sources and the ``bytecode`` package's."""
     import bytecode
 
-    package = os.path.dirname(os.path.abspath(__file__))
-    files = [os.path.join(package, name) for name in REWRITER_SOURCES]
-    versions = os.path.join(package, "versions")
-    files += sorted(os.path.join(versions, name) for name in os.listdir(versions)
+    package = _path_dirname(_path_abspath(__file__))
+    files = [_path_join(package, name) for name in REWRITER_SOURCES]
+    versions = _path_join(package, "versions")
+    files += sorted(_path_join(versions, name) for name in _listdir(versions)
                     if name.endswith(".py"))
-    bytecode_dir = os.path.dirname(os.path.abspath(bytecode.__file__))
-    files += sorted(os.path.join(bytecode_dir, name) for name in os.listdir(bytecode_dir)
+    bytecode_dir = _path_dirname(_path_abspath(bytecode.__file__))
+    files += sorted(_path_join(bytecode_dir, name) for name in _listdir(bytecode_dir)
                     if name.endswith(".py"))
     # A module that is absent (verify.py before it existed) hashes as
     # absent; the rewriter itself must be there as source.
     return [path for path in files
-            if os.path.exists(path) or path.endswith(("rewrite.py", "diskcache.py"))]
+            if _path_exists(path) or path.endswith(("rewrite.py", "diskcache.py"))]
 
 
 def _compute_fingerprint():
     import bytecode
 
     h = _blake2b(digest_size=_DIGEST_SIZE)
+    # (The interpreter's build is read when asked: tests stand in another.)
     for part in (str(FORMAT), sys.implementation.cache_tag, sys.version, str(sys.hexversion),
-                 importlib.util.MAGIC_NUMBER.hex(), getattr(bytecode, "__version__", "?")):
+                 _util.MAGIC_NUMBER.hex(), getattr(bytecode, "__version__", "?")):
         _update(h, str(part).encode())
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = _path_dirname(_path_abspath(__file__))
     for path in _rewriter_files():
-        _update(h, os.path.relpath(path, package).encode())
+        _update(h, _path_relpath(path, package).encode())
         h.update(_file_digest(path))
     return h.digest()
 
@@ -325,9 +347,9 @@ def _kinds_part(kinds):
 def _module_file_digest(module_name):
     """The digest of the file module ``module_name`` was loaded from, or
     None."""
-    module = sys.modules.get(module_name)
+    module = _modules.get(module_name)
     path = getattr(module, "__file__", None)
-    if not isinstance(path, str) or not os.path.isfile(path):
+    if not isinstance(path, str) or not _path_isfile(path):
         return None
     return _file_digest(path)
 
@@ -370,7 +392,7 @@ def _pass_part(pass_):
     if explicit is _MISSING:
         code = getattr(transform, "__code__", None)
         if (type(transform) is _FunctionType and not transform.__closure__
-                and module is not None and os.path.isfile(code.co_filename)
+                and module is not None and _path_isfile(code.co_filename)
                 and _plain(transform.__defaults__)
                 and _plain(tuple(sorted((transform.__kwdefaults__ or {}).items())))):
             part = _marshal_dumps(
@@ -445,11 +467,11 @@ def path_for(digest):
     if _directory is None:
         return None
     name = digest.hex()
-    return f"{_directory}{os.sep}{name[:2]}{os.sep}{name[2:]}"
+    return f"{_directory}{_sep}{name[:2]}{_sep}{name[2:]}"
 
 
 def _bucket_of(digest):
-    return f"{_directory}{os.sep}{digest[:1].hex()}"
+    return f"{_directory}{_sep}{digest[:1].hex()}"
 
 
 # -- encoding ------------------------------------------------------------------
@@ -540,7 +562,7 @@ def _rewritten_for(parts, code):
 def _read(path):
     """(contents, mtime) of ``path``, or None when it does not exist."""
     try:
-        fd = _os_open(path, os.O_RDONLY | _O_BINARY)
+        fd = _os_open(path, _O_RDONLY | _O_BINARY)
     except FileNotFoundError:
         return None
     try:
@@ -684,10 +706,10 @@ def _ensure_bucket(bucket):
 
 
 def _make_root():
-    root = os.path.dirname(_directory)
-    os.makedirs(root, mode=0o700, exist_ok=True)
-    tag = os.path.join(root, "CACHEDIR.TAG")
-    if not os.path.exists(tag):
+    root = _path_dirname(_directory)
+    _makedirs(root, mode=0o700, exist_ok=True)
+    tag = _path_join(root, "CACHEDIR.TAG")
+    if not _path_exists(tag):
         _write_atomically(tag, b"Signature: 8a477f597d28d172789f06886806bc55\n"
                                b"# This file is a cache directory tag created by cassette.\n"
                                b"# For information about cache directory tags, see "
@@ -699,9 +721,9 @@ def _make_root():
 
 
 def _write_atomically(path, data):
-    temporary = (f"{path.rpartition(os.sep)[0]}{os.sep}.tmp-{_os_getpid()}-{_get_ident()}"
+    temporary = (f"{path.rpartition(_sep)[0]}{_sep}.tmp-{_os_getpid()}-{_get_ident()}"
                  f"-{next(_counter)}")
-    fd = _os_open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o600)
+    fd = _os_open(temporary, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, 0o600)
     try:
         try:
             view = memoryview(data)
@@ -833,7 +855,7 @@ def prune(limit=None):
     total = sum(size for _mtime, size, _path in entries)
     if total > limit:
         total = _evict(entries, total, 0.8 * limit)
-        entries = [e for e in entries if os.path.exists(e[2])]
+        entries = [e for e in entries if _path_exists(e[2])]
     return len(entries), total
 
 

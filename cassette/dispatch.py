@@ -97,6 +97,11 @@ from . import callables
 from ._singletons import ANY, OverdubInstead
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_ABCMeta = abc.ABCMeta
+_get_cache_token = abc.get_cache_token
+
 __all__ = [
     "ANY", "Vararg", "GenericHook", "prehook", "posthook", "execute", "fallback",
     "canonical_callee", "define_class_hook", "generation", "invalidate",
@@ -403,7 +408,7 @@ class Selector:
                 for t in specs:
                     if not _type_cacheable(t):
                         cacheable = False
-                    elif isinstance(t, abc.ABCMeta):
+                    elif isinstance(t, _ABCMeta):
                         uses_abc = True
         if not cacheable:
             self.select = self._compute
@@ -458,8 +463,8 @@ class Selector:
                     return found
                 return store(ctx, args, key)
         else:
-            token = [abc.get_cache_token()]
-            get_cache_token = abc.get_cache_token
+            token = [_get_cache_token()]
+            get_cache_token = _get_cache_token
 
             def select(ctx, args):
                 current = get_cache_token()

@@ -23,7 +23,16 @@ from .versions import LAYER
 # (see cassette/_builtins.py).
 from ._builtins import (AssertionError, BaseException, Exception, TypeError, bool, callable,
     classmethod, compile, dict, eval, exec, getattr, isinstance, issubclass, len, memoryview,
-    object, property, setattr, staticmethod, str, type)
+    id, object, property, setattr, staticmethod, str, tuple, type)
+
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_CodeType = types.CodeType
+_FunctionType = types.FunctionType
+_MethodType = types.MethodType
+_getframe = sys._getframe
+_modules = sys.modules
+_partial = functools.partial
 
 _EMPTY = dispatch.Plan.empty
 
@@ -154,8 +163,8 @@ def function_running(code, function):
     """A new function running ``code`` with everything else of ``function``:
     globals, names, defaults, keyword defaults and closure (the Cython core
     makes the same in C: ``cassette_function_running``)."""
-    clone = types.FunctionType(code, function.__globals__, function.__name__,
-                               function.__defaults__, function.__closure__)
+    clone = _FunctionType(code, function.__globals__, function.__name__,
+                          function.__defaults__, function.__closure__)
     clone.__kwdefaults__ = function.__kwdefaults__
     clone.__qualname__ = function.__qualname__
     return clone
@@ -182,7 +191,7 @@ def function_recipe(runtime, f):
     then, for each ``(outer, plan)`` of ``enclosing`` in order, as
     ``outer.hooked(g, plan, inner)`` (see :func:`enclosed`).  None when each
     function of this code needs :func:`target`."""
-    if type(f) is not types.FunctionType or f.__dict__ or names_callee(runtime, f):
+    if type(f) is not _FunctionType or f.__dict__ or names_callee(runtime, f):
         return None
     decision = decide(type(runtime.ctx), f)
     if decision.plan is None or decision.body != callables.FUNCTION:
@@ -198,7 +207,7 @@ def partial_recipe(runtime, partial):
     ``functools.partial(runtime.resolve(p.func), *p.args, **p.keywords)``
     — what :func:`call_partial` calls, resolved when the call is made.
     None when each partial needs :func:`target`."""
-    if type(partial) is not functools.partial or names_callee(runtime, partial):
+    if type(partial) is not _partial or names_callee(runtime, partial):
         return None
     decision = decide(type(runtime.ctx), partial)
     if decision.plan is None or decision.body != callables.PARTIAL:
@@ -248,7 +257,7 @@ def decide(ctx_type, f):
     callee, bound = callables.split_bound(f)
     if callables.is_frame_sensitive(callee):
         return Decision(callee, bound, None, None)
-    if type(callee) is types.FunctionType and LAYER.is_inlined_scope(callee.__code__):
+    if type(callee) is _FunctionType and LAYER.is_inlined_scope(callee.__code__):
         return Decision(callee, bound, _EMPTY, callables.FUNCTION)
     return Decision(callee, bound, dispatch.plan(ctx_type, callee),
                     callables.body_kind(callee))
@@ -261,11 +270,11 @@ def target(runtime, f):
     ``rewritten(function)``, ``hooked(callee, plan, body)`` and
     ``nested_overdub()``; this function decides which of them to use.
     """
-    if (type(f) is types.FunctionType and "_cassette_method" in f.__dict__
+    if (type(f) is _FunctionType and "_cassette_method" in f.__dict__
             and chain_has_tagging(runtime)):
         # A tagged value's shim of its primal class's method (3.13 loads
         # methods natively): see call_shim.
-        return functools.partial(call_shim, runtime, f)
+        return _partial(call_shim, runtime, f)
     decision = decide(type(runtime.ctx), f)
     if decision.plan is None:          # frame-sensitive: runs as called
         return f
@@ -279,7 +288,7 @@ def target(runtime, f):
                 primitive = callee if runtime.parent is None else runtime.parent.resolve(callee)
                 result = runtime.tagged_primitive(callee, primitive)
                 if decision.bound is not callables.NO_SELF:
-                    result = types.MethodType(result, decision.bound)
+                    result = _MethodType(result, decision.bound)
                 return result
             # A primitive nobody hooks: an enclosing context still sees it.
             return f if runtime.parent is None else runtime.parent.resolve(f)
@@ -292,7 +301,7 @@ def target(runtime, f):
     if body is not None and runtime.parent is not None:
         result = enclosed(runtime, decision.callee, result)
     if decision.bound is not callables.NO_SELF:
-        result = types.MethodType(result, decision.bound)
+        result = _MethodType(result, decision.bound)
     return result
 
 
@@ -305,16 +314,14 @@ def _sees_tags(f):
         return False
 
 
-_MISSING = object()
-
-
 def name_like(wrapper, f):
     """Give ``wrapper`` the ``__qualname__`` and ``__module__`` of ``f``: the
     interpreter's messages that name a callable (``len() argument after *
     must be an iterable``) then name ``f``, as without cassette."""
+    missing = object()      # (made here: any object a module holds, f could too)
     for name in ("__qualname__", "__module__"):
-        value = callables.static_attribute(f, name, _MISSING)
-        if value is _MISSING:
+        value = callables.static_attribute(f, name, missing)
+        if value is missing:
             continue
         try:
             setattr(wrapper, name, value)
@@ -402,15 +409,15 @@ def body_of(runtime, decision):
     if kind == callables.METACLASS_CALL or kind == callables.CALLABLE_INSTANCE:
         return call_body(runtime, callee)
     if kind == callables.TYPE_CALL:
-        return functools.partial(instantiate, runtime.call)
+        return _partial(instantiate, runtime.call)
     if kind == callables.PARTIAL:
-        return functools.partial(call_partial, runtime.call, callee)
+        return _partial(call_partial, runtime.call, callee)
     if kind == callables.NESTED_OVERDUB:
         return runtime.nested_overdub()
     if kind == callables.SOURCE:
-        return functools.partial(run_source, runtime, callee)
+        return _partial(run_source, runtime, callee)
     if kind == callables.BUILD_CLASS:
-        return functools.partial(build_class, runtime)
+        return _partial(build_class, runtime)
     if kind == callables.ARRAY_FUNCTION:
         return runtime.array_function(callee)
     raise AssertionError(f"unknown body kind {kind!r}")
@@ -469,7 +476,7 @@ def build_class(runtime, func, name, /, *bases, **kwds):
     """The body of ``__build_class__`` (a ``class`` statement): the same
     call with the class body rewritten, so it runs overdubbed."""
     try:
-        if type(func) is types.FunctionType and not callables.is_library_code(func.__code__):
+        if type(func) is _FunctionType and not callables.is_library_code(func.__code__):
             func = runtime.rewritten(func)
         for value in kwds.values():
             routing.route_argument(value)       # a metaclass that is a function
@@ -537,7 +544,7 @@ def run_source(runtime, evaluate, /, *args, **kwargs):
 def program_frame():
     """The frame of the program that called into cassette: the nearest one
     that is not cassette's own."""
-    frame = sys._getframe(1)
+    frame = _getframe(1)
     while frame is not None and callables.is_library_code(frame.f_code):
         frame = frame.f_back
     return frame
@@ -546,7 +553,7 @@ def program_frame():
 def _compiled_source(source, is_exec, frame):
     """``source`` compiled as ``exec``/``eval`` called from ``frame`` would
     compile it, or None when it is neither code nor source text."""
-    if isinstance(source, types.CodeType):
+    if isinstance(source, _CodeType):
         return source
     if not isinstance(source, str):
         try:
@@ -603,7 +610,7 @@ def _overrides_array_function(relevant):
     """True when a class of ``relevant`` (values tagged by a running
     context seen as their primal values) defines an ``__array_function__``
     other than ndarray's."""
-    numpy = sys.modules["numpy"]
+    numpy = _modules["numpy"]
     default = numpy.ndarray.__dict__["__array_function__"]
     tagged = dispatch.TAGGED
     for value in relevant:
@@ -630,10 +637,10 @@ def call_body(runtime, obj):
     a classmethod with ``type(obj)``, a function with ``obj`` first."""
     target, first = callables.call_target(obj)
     if first is callables.BIND_AT_CALL:
-        return functools.partial(call_through_descriptor, runtime.call, obj, target)
+        return _partial(call_through_descriptor, runtime.call, obj, target)
     body = body_of(runtime, Decision(target, callables.NO_SELF, None,
                                      callables.body_kind(target)))
-    return body if first is callables.NO_SELF else types.MethodType(body, first)
+    return body if first is callables.NO_SELF else _MethodType(body, first)
 
 
 @callables.acts_for_program
@@ -664,7 +671,7 @@ def _is_python_code(found):
     if kind is staticmethod or kind is classmethod:
         found = found.__func__
         kind = type(found)
-    return kind is types.FunctionType or bool(callables.type_flags(kind) & _HEAPTYPE)
+    return kind is _FunctionType or bool(callables.type_flags(kind) & _HEAPTYPE)
 
 
 def _implements(tp, names):
@@ -734,7 +741,7 @@ def tagged_method(runtime, obj, name):
         tp = tp.primal_type
     descriptor = callables.lookup_on_type(tp, name)
     if descriptor is None or not (callables.is_method_descriptor(descriptor)
-                                  or type(descriptor) is types.FunctionType):
+                                  or type(descriptor) is _FunctionType):
         return None
     return runtime.resolve(descriptor)
 

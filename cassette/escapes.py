@@ -45,6 +45,14 @@ from . import callables
 from .entry import IMPLEMENTATION
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_collections_Counter = collections.Counter
+_getprofile = sys.getprofile
+_path_abspath = os.path.abspath
+_path_dirname = os.path.dirname
+_setprofile = sys.setprofile
+
 if IMPLEMENTATION == "cython":
     from ._core import (Runtime as _Runtime, frame_runtime as _frame_runtime,
                         handler_being_called as _handler_being_called,
@@ -67,7 +75,7 @@ class Escapes:
     frames: collections.Counter[str]
 
     def __init__(self) -> None:
-        self.frames = collections.Counter()
+        self.frames = _collections_Counter()
 
     @property
     def total(self) -> int:
@@ -93,7 +101,7 @@ def _runtime_of_code(code):
 def _is_cassettes(code):
     filename = code.co_filename
     return (callables.is_library_code(code)
-            or os.path.dirname(os.path.abspath(filename)).startswith(_PACKAGE_DIR)
+            or _path_dirname(_path_abspath(filename)).startswith(_PACKAGE_DIR)
             or filename.startswith(_BYTECODE_DIR))
 
 
@@ -171,10 +179,10 @@ class count_escapes:
         self._previous = None
 
     def __enter__(self) -> Escapes:
-        self._previous = sys.getprofile()
-        sys.setprofile(_Counter(self.escapes, self._previous))
+        self._previous = _getprofile()
+        _setprofile(_Counter(self.escapes, self._previous))
         return self.escapes
 
     def __exit__(self, *exc_info: object) -> Literal[False]:
-        sys.setprofile(self._previous)
+        _setprofile(self._previous)
         return False

@@ -47,6 +47,12 @@ from bytecode.instr import InstrLocation
 from .rewrite import CONTEXT, NoOverdub, stack_producers, stack_tags, following
 from .versions import LAYER
 from .context import Context
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_CodeType = types.CodeType
+_dis_dis = _dis.dis
 
 __all__ = [
     "CONTEXT", "nooverdub", "insert_statements", "replace_match", "call",
@@ -351,7 +357,7 @@ def on_jump_taken(code: _Elements, jump: Instr, statements: Iterable[Instr]) -> 
 
 # -- debugging -----------------------------------------------------------------
 
-def rewritten_code(ctx: Context, f: Callable[..., Any]) -> types.CodeType:
+def rewritten_code(ctx: Context, f: Callable[..., Any]) -> _CodeType:
     """The code object that runs when ``f``'s body is overdubbed with
     ``ctx``: ``ctx``'s pass applied, operations rewritten, constants bound
     to ``ctx``'s runtime.  ``TypeError`` for what has no Python body."""
@@ -367,4 +373,4 @@ def rewritten_code(ctx: Context, f: Callable[..., Any]) -> types.CodeType:
 
 def dis(ctx: Context, f: Callable[..., Any], *, file: TextIO | None = None) -> None:
     """Print the disassembly of :func:`rewritten_code` ``(ctx, f)``."""
-    _dis.dis(rewritten_code(ctx, f), file=file if file is not None else sys.stdout)
+    _dis_dis(rewritten_code(ctx, f), file=file if file is not None else sys.stdout)

@@ -43,6 +43,10 @@ from __future__ import annotations
 import gc
 import sysconfig
 
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_callbacks = gc.callbacks
+
 # Runtimes (and other holders) holding entries to drop at collections.
 _holders = []
 
@@ -57,8 +61,8 @@ def note_holder(holder) -> None:
     forget (it stays noted then).  A holder notes itself once until it is
     called back (a runtime keeps a flag; the core's propagator cache notes
     itself when it stops being empty): each noting is one call back."""
-    if not _holders and _forget_before_collecting not in gc.callbacks:
-        gc.callbacks.append(_forget_before_collecting)
+    if not _holders and _forget_before_collecting not in _callbacks:
+        _callbacks.append(_forget_before_collecting)
     _holders.append(holder)
 
 

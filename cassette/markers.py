@@ -8,7 +8,16 @@ module, so that each of them can import it.
   constants with;
 * :data:`EXHAUSTED` — what a rewritten ``for`` step gets when the iterator
   is exhausted.
+
+None of them decides anything alone when a program holds it: the program
+can reach every one (a frame's ``f_code.co_consts``, ``gc.get_objects()``).
+An iterator may yield :data:`EXHAUSTED`; a step returning it is a hint the
+rewritten loop confirms with the runtime (the ``for_ended`` slot).  A
+program's own code may carry a :class:`Slot` among its constants; the
+rewriter loads such a constant so that binding leaves it alone.
 """
+
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 __all__ = ["EXHAUSTED", "RUNTIME", "Slot"]
 
@@ -41,7 +50,8 @@ class _Exhausted:
         return "cassette.EXHAUSTED"
 
 
-#: What the ``next`` slot returns when the iterator is exhausted.
+#: What the ``for`` slot returns when the iterator is exhausted, or when
+#: the iterator yielded this object (the ``for_ended`` slot tells which).
 EXHAUSTED = _Exhausted()
 
 

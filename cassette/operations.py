@@ -128,7 +128,8 @@ SPECIAL_METHODS.update({
 #: operations: slot name -> method name.  Both runtimes serve them.
 STRUCTURAL_SLOTS = {
     "resolve": "resolve", "split": "split",
-    "for": "next_step", "with": "enter", "with_entry": "entry_of", "async_with": "async_enter",
+    "for": "next_step", "for_ended": "loop_ended",
+    "with": "enter", "with_entry": "entry_of", "async_with": "async_enter",
     "caught": "caught", "nooverdub": "nooverdub", "annotations": "route_annotate",
     "initialized": "initialized",
 }

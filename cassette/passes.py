@@ -36,6 +36,13 @@ from typing import Any, Callable
 import bytecode as _bytecode
 
 from .errors import PassError
+from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_contextmanager = contextlib.contextmanager
+_modules = sys.modules
+_update_wrapper = functools.update_wrapper
 
 __all__ = ["Pass", "NoPass", "Transform"]
 
@@ -60,7 +67,7 @@ class Pass:
                 "cassette.Pass expects a callable transform(ctx_type, func, code) -> code, "
                 f"got {type(transform).__name__} {transform!r}")
         self.transform = transform
-        functools.update_wrapper(self, transform, updated=())
+        _update_wrapper(self, transform, updated=())
         if "__name__" not in self.__dict__:
             self.__name__ = type(transform).__name__
         if "__qualname__" not in self.__dict__:
@@ -77,7 +84,7 @@ class Pass:
 
     def _is_global(self):
         """True if ``module.qualname`` resolves to this very object."""
-        module = sys.modules.get(self.__dict__.get("__module__"))
+        module = _modules.get(self.__dict__.get("__module__"))
         if module is None:
             return False
         obj = module
@@ -153,7 +160,7 @@ def _as_bytecode(result, where):
                     "not a bytecode.Bytecode")
 
 
-@contextlib.contextmanager
+@_contextmanager
 def pass_failures(passes, function, code):
     """Errors raised inside the block (rewriting and assembling a pass's
     output) become :class:`PassError`: the pass made code that does not

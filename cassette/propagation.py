@@ -49,8 +49,20 @@ from ._singletons import NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_VALUE_
 from .tagging import Meta, TaggedMeta, allowed_metadata, make_tagged, tag_of
 # Propagation calls the program's primitives (which may call back into its
 # code): its frames keep the program's builtins (see cassette/_builtins.py).
-from ._builtins import (BaseException, KeyError, TypeError, dict, frozenset, getattr, id,
-                        isinstance, len, list, object, set, setattr, slice, tuple, type)
+from ._builtins import (BaseException, Exception, KeyError, TypeError, any, bool, dict,
+                        enumerate, frozenset, getattr, id, isinstance, iter, len, list, max, next,
+                        object, range, set, setattr, slice, str, tuple, type, zip)
+
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_defaultdict = collections.defaultdict
+_deque = collections.deque
+_getframe = sys._getframe
+_getrefcount = sys.getrefcount
+_index = operator.index
+_length_hint = operator.length_hint
+_modules = sys.modules
+_ref = weakref.ref
 
 __all__ = ["TAGGING_SLOTS", "components", "fallback"]
 
@@ -134,7 +146,7 @@ def _new_record(cache, obj):
     record = None
     if type(obj).__weakrefoffset__:     # lists, tuples, dicts … have none: no exception
         try:
-            record = _Record(weakref.ref(obj, _forgetter(entries, key)), True)
+            record = _Record(_ref(obj, _forgetter(entries, key)), True)
         except TypeError:
             pass
     if record is None:
@@ -172,7 +184,7 @@ def _sweep(cache):
     records of weakly held ones go when their target dies.)"""
     entries = cache.entries
     dead = [key for key, record in entries.items()
-            if not record.weak and sys.getrefcount(record.target) <= _ONLY_OURS]
+            if not record.weak and _getrefcount(record.target) <= _ONLY_OURS]
     for key in dead:
         del entries[key]
     cache.sweep_at = max(1024, 2 * len(entries))
@@ -223,8 +235,8 @@ def _recorded_components(x, ctx, record, open_):
         elif isinstance(x, dict):
             found = {}
             for key, part in record.items.items():
-                value = _lookup_value(x, key)
-                if value is not _MISSING and part[0] is _innermost(value):
+                found_value, value = _lookup_value(x, key)
+                if found_value and part[0] is _innermost(value):
                     found[key] = meta(part, value)
             if found:
                 return found
@@ -242,13 +254,15 @@ def _recorded_components(x, ctx, record, open_):
     return NoMetaMeta
 
 
-_MISSING = object()
-
-
 def _lookup_value(container, key):
+    """``(True, value)`` of ``key`` in a dict or set ``container``, or
+    ``(False, None)``.  "Absent" is an object made here: the program can
+    reach a module's sentinel, and store it."""
     if isinstance(container, dict):
-        return dict.get(container, key, _MISSING)
-    return key if key in container else _MISSING
+        absent = object()
+        value = dict.get(container, key, absent)
+        return (False, None) if value is absent else (True, value)
+    return (True, key) if key in container else (False, None)
 
 
 # -- sequences: a list of parts parallel to the elements --------------------------
@@ -277,7 +291,7 @@ def _sequence_parts(record, seq, check=False):
 
 def _rematched(record, seq):
     parts = record.items
-    pool = collections.defaultdict(collections.deque)
+    pool = _defaultdict(_deque)
     if type(parts) is list:
         for part in parts:
             if part is not None:
@@ -293,7 +307,7 @@ def _rematched(record, seq):
 def _derived_parts(source_record, source, result):
     """Parts for the sequence ``result`` whose elements come from ``source``
     (a slice, a copy, a sorted version): matched by identity."""
-    pool = collections.defaultdict(collections.deque)
+    pool = _defaultdict(_deque)
     for part in _sequence_parts(source_record, source):
         if part is not None:
             pool[id(part[0])].append(part)
@@ -312,7 +326,7 @@ def _derived_parts(source_record, source, result):
 def _read_element(tag, record, seq, index, value):
     """``value`` (``seq[index]``) tagged with the metadata recorded for it."""
     try:
-        i = operator.index(index)
+        i = _index(index)
     except TypeError:
         return value
     parts = _sequence_parts(record, seq)
@@ -448,8 +462,8 @@ def _copy_items(cache, record, container):
     if type(target.items) is not dict:
         target.items = {}
     for key, part in record.items.items():
-        value = _lookup_value(container, key)
-        if value is not _MISSING and part[0] is _innermost(value):
+        found_value, value = _lookup_value(container, key)
+        if found_value and part[0] is _innermost(value):
             target.items[key] = part
 
 
@@ -725,7 +739,7 @@ def _global_maker(make_own):
         own = make_own(ctx, inner)
 
         def slot(value, name):
-            return own(sys._getframe(1).f_globals, value, name)
+            return own(_getframe(1).f_globals, value, name)
         slot.with_namespace = own
         return slot
     return make
@@ -794,8 +808,8 @@ def propagator(callee):
     """The propagating implementation of primitive ``callee`` —
     ``propagate(ctx, primitive, args, kwargs)`` — or None when the primitive
     only needs its arguments untagged."""
-    if not _numpy_known and "numpy" in sys.modules:
-        _know_numpy(sys.modules["numpy"])
+    if not _numpy_known and "numpy" in _modules:
+        _know_numpy(_modules["numpy"])
     try:
         return _PROPAGATORS.get(callee)
     except TypeError:                       # an unhashable callee
@@ -840,7 +854,7 @@ def _plain(ctx, primitive, args, kwargs):
 # when it compares equal to it.
 
 def _is_array(value):
-    numpy = sys.modules.get("numpy")
+    numpy = _modules.get("numpy")
     return numpy is not None and isinstance(value, numpy.ndarray)
 
 
@@ -853,7 +867,7 @@ def _element_index(array, key):
     normalized = []
     for index, size in zip(indices, array.shape):
         try:
-            i = operator.index(index)
+            i = _index(index)
         except TypeError:
             return None
         normalized.append(i + size if i < 0 else i)
@@ -946,7 +960,7 @@ def _setitem(ctx, primitive, args, kwargs):
         parts = _sequence_parts(record, container) if record.items is not None else None
         if parts is None:
             parts = record.items = [None] * len(container)
-        i = operator.index(key)
+        i = _index(key)
         if i < 0:
             i += len(parts)
         parts[i] = None if data is _UNTAGGED else (_innermost(primal), data)
@@ -1332,7 +1346,7 @@ class _Iterator:
         return self._read(index, value)
 
     def __length_hint__(self):
-        return operator.length_hint(self._iterator)
+        return _length_hint(self._iterator)
 
     def __reduce__(self):
         return self._iterator.__reduce__()
@@ -1427,7 +1441,8 @@ def _iter_view(ctx, primitive, args, kwargs):
         keys = iter(container)
 
         def read(index, value):
-            return _read_item(tag, source, next(keys, _MISSING), value)
+            # (The keys run out with the values: both iterate one dict.)
+            return _read_item(tag, source, next(keys, None), value)
     return _Iterator(iterator, read)
 
 

@@ -19,6 +19,8 @@ slot               called with                                  returns
 operation names    the operands in stack order (see below)      the result
 ``for``            an iterator                                  value or
                                                                  :data:`EXHAUSTED`
+``for_ended``      the iterator, after ``for`` returned          whether the
+                   :data:`EXHAUSTED`                             loop ends
 ``with``           the context manager                          ``(value, exit)``
 ``async_with``     the asynchronous context manager             ``(awaitable,
                                                                  exit)``
@@ -45,6 +47,12 @@ from .passes import pass_failures, run_passes
 from .versions import LAYER
 from .versions.common import GIVEN_ITERATOR, Site, StackTag
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
+
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_Enum = enum.Enum
+_getrecursionlimit = sys.getrecursionlimit
+_setrecursionlimit = sys.setrecursionlimit
 
 
 #: A constant a pass loads to get the running context (``cassette.ir.CONTEXT``).
@@ -148,7 +156,7 @@ def _effect(instr, jump):
     elif kind is not int:
         # An enum argument (LOAD_SPECIAL's method) counts; bytecode's UNSET,
         # an int too, does not.
-        arg = arg if isinstance(arg, enum.Enum) else None
+        arg = arg if isinstance(arg, _Enum) else None
     key = (instr.name, arg, jump)
     effect = _effects.get(key)
     if effect is None:
@@ -330,12 +338,19 @@ def _emit_site(site, instr, tags, out, tagging=False):
         out.append(Instr("UNPACK_SEQUENCE", 2, location=loc))
         return True
     if kind == "for":
+        # [iterator] -> [iterator, value], or out of the loop.  The step's
+        # EXHAUSTED is only a hint: an iterator may yield that very object
+        # (a program can reach it), so on that branch alone the runtime
+        # says whether the step found the iterator exhausted.
         proceed = Label()
         out.append(Instr("COPY", LAYER.iterator_depth, location=loc))
         out += call(Slot("for"), 1, loc)
         out.append(Instr("COPY", 1, location=loc))
         out.append(Instr("LOAD_CONST", EXHAUSTED, location=loc))
         out.append(Instr("IS_OP", 0, location=loc))
+        out.append(LAYER.jump_forward_if_false(proceed, loc))
+        out.append(Instr("COPY", LAYER.iterator_depth + 1, location=loc))
+        out += call(Slot("for_ended"), 1, loc)
         out.append(LAYER.jump_forward_if_false(proceed, loc))
         out += LAYER.for_exhausted(site.detail, loc)
         out.append(proceed)
@@ -685,7 +700,7 @@ recursion_limit_lock = threading.Lock()
 def lend_frames(count):
     """Raise the recursion limit by ``count`` (lower it, when negative)."""
     with recursion_limit_lock:
-        sys.setrecursionlimit(sys.getrecursionlimit() + count)
+        _setrecursionlimit(_getrecursionlimit() + count)
 
 
 def constructor_template(code, kinds):
@@ -726,6 +741,7 @@ def _rewritten_code(code, kinds, passes, function):
         # escape, recorded, rather than a program that fails.
         _note_unrewritable(code, error)
         return code
+    shielded = _shield_program_markers(code, bytecode)
     if passes:
         bytecode = run_passes(passes, function, code, bytecode)
         with pass_failures(passes, function, code):
@@ -739,8 +755,34 @@ def _rewritten_code(code, kinds, passes, function):
         if CONSTRUCTOR in kinds:
             LAYER.return_first_argument(bytecode, code.co_varnames[0], Slot("initialized"))
             stacksize = None        # the assembler computes it
+        if shielded:
+            stacksize = None
         rewritten = assemble(bytecode, stacksize, depths_known=True)
     return rewritten.replace(co_consts=rewritten.co_consts + (RUNTIME,))
+
+
+def _shield_program_markers(code, bytecode):
+    """Binding replaces every :class:`Slot` and :class:`NoOverdub` constant
+    of a template, but the program can reach those objects and make code
+    that loads one.  Such a load of the program's (in ``bytecode``, made
+    from ``code``, before any pass) becomes a load from a one-element tuple,
+    which binding leaves alone.  Returns whether there was one."""
+    if not any(type(const) is Slot or type(const) is NoOverdub for const in code.co_consts):
+        return False
+    shielded = []
+    for element in bytecode:
+        if (type(element) is Instr and element.name in ("LOAD_CONST", "RETURN_CONST")
+                and (type(element.arg) is Slot or type(element.arg) is NoOverdub)):
+            loc = element.location
+            shielded.append(Instr("LOAD_CONST", (element.arg,), location=loc))
+            shielded.append(Instr("UNPACK_SEQUENCE", 1, location=loc))
+            if element.name == "RETURN_CONST":
+                shielded.append(Instr("RETURN_VALUE", location=loc))
+        else:
+            shielded.append(element)
+    list.clear(bytecode)
+    list.extend(bytecode, shielded)
+    return True
 
 
 #: Code objects cassette could not rewrite and runs un-rewritten:

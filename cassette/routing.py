@@ -74,6 +74,10 @@ import weakref
 from . import callables
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_modules = sys.modules
+
 #: How deep a chain of method-wrappers (``f.__call__.__call__`` …) is
 #: looked through for what it finally calls, here and in the core.  Deeper
 #: chains (test_descr makes one a million deep) are routed only as far as
@@ -531,7 +535,7 @@ _EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 def _note_compiled_modules():
     """Note the packages whose compiled modules are loaded (by file name:
     no program code runs)."""
-    for name, module in list(sys.modules.items()):
+    for name, module in list(_modules.items()):
         if type(module) is _ModuleType and type(name) is str:
             path = module.__dict__.get("__file__")
             if type(path) is str and path.endswith(_EXTENSION_SUFFIXES):
@@ -560,11 +564,11 @@ def route_new_classes():
         hook = getattr(sys, name, None)
         if type(hook) is not _BuiltinFunctionType:     # the default ones are
             route_argument(hook)
-    if len(sys.modules) == _modules_seen:
+    if len(_modules) == _modules_seen:
         return
-    _modules_seen = len(sys.modules)
+    _modules_seen = len(_modules)
     _note_compiled_modules()
-    for module in list(sys.modules.values()):
+    for module in list(_modules.values()):
         if type(module) is _ModuleType:
             namespace = getattr(module, "__dict__", None)
             if namespace is not None:

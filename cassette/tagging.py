@@ -60,6 +60,13 @@ from .errors import TaggingError
 from . import callables as _callables, dispatch as _dispatch
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_shallow_copy = _copy.copy
+_deepcopy = _copy.deepcopy
+_finalize = weakref.finalize
+_ref = weakref.ref
+
 __all__ = [
     "BindingsCache", "Meta", "Tag", "Tagged", "enabletagging", "hasmetadata", "hasmetameta",
     "hastagging", "istagged", "istaggedtype", "metadata", "metameta", "tag", "untag",
@@ -115,9 +122,9 @@ class Tag:
             else:
                 made = type(generic)(name, (generic,), {"__slots__": (), "__module__": __name__})
             if not self._types:
-                weakref.finalize(self, _forget_types, self._types)
+                _finalize(self, _forget_types, self._types)
             self._types[primal_type] = made
-            _type_tags[made] = weakref.ref(self)
+            _type_tags[made] = _ref(self)
         return made
 
     def __repr__(self):
@@ -297,10 +304,10 @@ class Tagged(metaclass=TaggedMeta):
         return value(*args, **kwargs) if kwargs else value(*args)
 
     def __copy__(self):
-        return _copy.copy(object.__getattribute__(self, _VALUE))
+        return _shallow_copy(object.__getattribute__(self, _VALUE))
 
     def __deepcopy__(self, memo):
-        return _copy.deepcopy(object.__getattribute__(self, _VALUE), memo)
+        return _deepcopy(object.__getattribute__(self, _VALUE), memo)
 
     def __reduce_ex__(self, protocol):
         return object.__getattribute__(self, _VALUE).__reduce_ex__(protocol)

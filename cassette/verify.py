@@ -122,6 +122,16 @@ from bytecode.instr import UNSET, CellVar, FreeVar
 from .versions import LAYER
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
+_CellType = types.CellType
+_CodeType = types.CodeType
+_get_instructions = dis.get_instructions
+_heappop = heapq.heappop
+_heappush = heapq.heappush
+_opmap = dis.opmap
+_opname = dis.opname
+
 __all__ = ["InvalidBytecode", "check"]
 
 
@@ -298,7 +308,7 @@ def _facts(layer, name, arg):
         facts.error = layer.verify_arg_error(name, arg)
     if facts.error is None:
         facts.sig = _parsed(layer.verify_signature(name, arg, False))
-        is_jump = dis.opmap[name] in _JUMP_OPCODES and name not in layer.verify_never_jumps
+        is_jump = _opmap[name] in _JUMP_OPCODES and name not in layer.verify_never_jumps
         facts.jump_sig = _parsed(layer.verify_signature(name, arg, True)) if is_jump else None
         sig = facts.sig
         if sig is None:
@@ -354,10 +364,10 @@ def _const_value(value):
     if value is None:
         bits = NONE
     elif kind is tuple:
-        bits = CELLS if value and all(type(v) is types.CellType for v in value) else TUPLE
+        bits = CELLS if value and all(type(v) is _CellType for v in value) else TUPLE
     elif kind is str:
         bits = STR
-    elif kind is types.CodeType:
+    elif kind is _CodeType:
         bits = CODE
     elif kind is list:
         bits = LIST
@@ -420,7 +430,7 @@ def _iterates_argument(code):
     if code.co_argcount != 1 or code.co_varnames[:1] != (".0",):
         return None
     reads = False
-    for instr in dis.get_instructions(code):
+    for instr in _get_instructions(code):
         if reads:
             return instr.opname if instr.opname in ("FOR_ITER", "GET_ITER") else None
         reads = instr.opname.startswith("LOAD_FAST") and instr.argval == ".0"
@@ -595,7 +605,7 @@ class _Checker:
         self._scan_try_ranges()
 
         layer = self.layer
-        opmap = dis.opmap
+        opmap = _opmap
         start = self.start
         call_prefix = layer.verify_call_prefix
         self.slot_bits = {}
@@ -864,7 +874,7 @@ class _Checker:
         self._merge(self.start, list(self.prologue_stack), self._initial_bits(), self.start)
         queue = self.queue
         while queue:
-            position = heapq.heappop(queue)
+            position = _heappop(queue)
             self.queued.discard(position)
             stack, bound = self.states[position]
             self._walk(position, list(stack), bound)
@@ -911,7 +921,7 @@ class _Checker:
             self.states[position] = (merged, bound)
         if position not in self.queued:
             self.queued.add(position)
-            heapq.heappush(self.queue, position)
+            _heappush(self.queue, position)
 
     def _walk(self, position, stack, bound):
         """Follow one path from ``position`` to the next label (merged
@@ -1172,7 +1182,7 @@ class _Checker:
         code = None
         if "code" in tokens:
             info = popped[tokens.index("code")][2]
-            if info is None or info[0] != "const" or type(info[1]) is not types.CodeType:
+            if info is None or info[0] != "const" or type(info[1]) is not _CodeType:
                 self.fail(index, "MAKE_FUNCTION needs a code object loaded by LOAD_CONST")
             code = info[1]
         elif "func" in tokens:
@@ -1229,10 +1239,10 @@ def _original_prologue(code, layer):
     """``(name, key)`` of the instructions before the RESUME that starts
     ``code``: its frame setup (MAKE_CELL's key is the cell's name)."""
     raw = code.co_code
-    names = dis.opname
-    extended = dis.opmap["EXTENDED_ARG"]
-    resume = dis.opmap["RESUME"]
-    cache = dis.opmap.get("CACHE", 0)
+    names = _opname
+    extended = _opmap["EXTENDED_ARG"]
+    resume = _opmap["RESUME"]
+    cache = _opmap.get("CACHE", 0)
     localsplus = (code.co_varnames
                   + tuple(c for c in code.co_cellvars if c not in code.co_varnames)
                   + code.co_freevars)

@@ -45,6 +45,8 @@ cdef tuple _propagator_of(object callee):
 cdef object _UNDECIDED = object()
 cdef object _UNRECORDED = object()
 cdef object _getitem_propagator = None
+cdef object _operator_getitem = operator.getitem
+cdef object _operator_setitem = operator.setitem
 cdef object _setitem_propagator = None
 
 # The class of the bindings cache's records (``propagation._Record``) and
@@ -253,8 +255,8 @@ cdef object _list_element(Runtime runtime, object propagate, tuple args):
     :func:`_list_read` and :func:`_list_write`."""
     global _getitem_propagator, _setitem_propagator
     if _getitem_propagator is None:
-        _getitem_propagator = _dispatch_module.tagging_propagator(operator.getitem)
-        _setitem_propagator = _dispatch_module.tagging_propagator(operator.setitem)
+        _getitem_propagator = _dispatch_module.tagging_propagator(_operator_getitem)
+        _setitem_propagator = _dispatch_module.tagging_propagator(_operator_setitem)
     if type(args[1]) is not int:
         return _UNDECIDED
     if propagate is _getitem_propagator and len(args) == 2:

@@ -3,7 +3,11 @@
 #
 # Part of cassette/_core.pyx (included there; see its map).
 
+# What the core needs of the standard library is bound here, at import: a
+# program may patch or delete anything of it (issue 35, item 2).
 cdef object FunctionType = types.FunctionType
+cdef object _intern = sys.intern
+cdef object _sys_modules = sys.modules
 cdef object _partial_type = functools.partial
 cdef object MethodType = types.MethodType
 cdef object _object_new = object.__new__
@@ -152,7 +156,7 @@ cdef object _builtin_name(object f):
     cdef Py_ssize_t slot = _address_slot(method_def, BUILTIN_NAMES_BITS)
     if _builtin_name_defs[slot] == method_def:
         return <object>PyList_GET_ITEM(_builtin_names, slot)
-    name = sys.intern(cassette_builtin_def_name(f).decode("utf-8"))
+    name = _intern(cassette_builtin_def_name(f).decode("utf-8"))
     _builtin_names[slot] = name
     _builtin_name_defs[slot] = method_def
     return name
@@ -625,10 +629,14 @@ cdef class Runtime:
     cdef bint _handed_out
     cdef bint _released
     cdef list _propagation_sites
+    # The steps whose iterator yielded EXHAUSTED itself, as (thread,
+    # iterator), until the loop asks (``loop_ended``): almost always empty.
+    cdef list _marker_values
 
     def __init__(self, ctx, parent=None):
         self.ctx = ctx
         self.parent = parent
+        self._marker_values = []
         if parent is not None:
             (<Runtime>parent)._children += 1
             Py_INCREF(parent)
@@ -1202,17 +1210,57 @@ cdef class Runtime:
         return self._next_step(iterator)
 
     cdef object _next_step(self, iterator):
+        # EXHAUSTED is in-band: a program can reach the object and an
+        # iterator can yield it.  Such a step is noted (one comparison on
+        # the hot path), and the rewritten loop asks ``loop_ended`` on the
+        # branch where the step returned EXHAUSTED, so that only the
+        # iterator's end ends the loop.
         cdef OperationSite site = self._next_site
+        cdef PyObject *item
+        cdef bint ended = False
         if site is None:
             site = self._next_site = OperationSite(self, "next")
         if site.refresh() or site.runs_directly(iterator):
-            if PyIter_Check(iterator):
-                return next(iterator, _EXHAUSTED)
-            return _builtin_next(iterator, _EXHAUSTED)      # (its error)
-        try:
-            return site._call1(iterator)
-        except StopIteration:
-            return _EXHAUSTED
+            if not PyIter_Check(iterator):
+                return _builtin_next(iterator)      # (its error)
+            item = cassette_iter_next(iterator)
+            if item is NULL:
+                return self._exhausted(iterator)
+            value = <object>item
+            Py_DECREF(value)        # (the reference cassette_iter_next returned)
+        else:
+            try:
+                value = site._call1(iterator)
+            except StopIteration:
+                # Nothing else here: a call would make Cython fetch the
+                # exception and its traceback (a third of the step's cost).
+                ended = True
+            if ended:
+                return self._exhausted(iterator)
+        if value is _EXHAUSTED:
+            self._marker_values.append((PyThread_get_thread_ident(), iterator))
+        return value
+
+    cdef inline object _exhausted(self, iterator):
+        if self._marker_values:
+            self._forget_marker_values(iterator)
+        return _EXHAUSTED
+
+    def loop_ended(self, iterator):
+        """After ``next_step`` returned EXHAUSTED for ``iterator`` in this
+        thread: whether it found the iterator exhausted (False: the
+        iterator yielded that object, the loop's value this time)."""
+        return not (self._marker_values and self._forget_marker_values(iterator))
+
+    cdef bint _forget_marker_values(self, iterator) except -1:
+        """Forget the steps of ``iterator`` in this thread that returned
+        EXHAUSTED as its value; whether there was one."""
+        thread = PyThread_get_thread_ident()
+        kept = [step for step in self._marker_values
+                if step[0] != thread or step[1] is not iterator]
+        found = len(kept) != len(self._marker_values)
+        self._marker_values = kept
+        return found
 
     def enter(self, manager):
         """``with manager``: ``(value of __enter__, exit callable)``."""

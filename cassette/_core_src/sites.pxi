@@ -285,7 +285,7 @@ cdef bint _no_array_function_override(tuple values) except -1:
     global _ndarray, _ndarray_array_function
     cdef PyObject *found
     if _ndarray is None:
-        _ndarray = sys.modules["numpy"].ndarray
+        _ndarray = _sys_modules["numpy"].ndarray
         _ndarray_array_function = _ndarray.__dict__["__array_function__"]
     for value in values:
         kind = type(value)
