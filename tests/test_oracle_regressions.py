@@ -475,3 +475,77 @@ def test_a_loop_over_a_non_iterator_fails_as_the_interpreter_says(ctx, request):
     expected = _generator_from_its_code()
     assert expected is None or expected.startswith("'range' object")
     assert cassette.overdub(ctx, _generator_from_its_code) == expected
+
+
+# Differential fuzzing (tests/test_differential.py), 3.15: a literal pattern
+# whose subject a later case still needs compiles to ``COPY 1;
+# LOAD_COMMON_CONSTANT True; IS_OP``, the three instructions of 3.14's
+# inlined any()/all()/tuple() (3.15: list(), set()) test of the global
+# against the builtin, which the layer turns into a test that always fails
+# so the builtin is called as on every other release.  Read as that, ``case
+# True:`` never matched.  Each literal a LOAD_COMMON_CONSTANT loads (and
+# others), first of several cases.
+
+_LITERAL_PATTERN_SOURCE = """
+def classify(subject):
+    match subject:
+        case {literal}:
+            return "first"
+        case "other":
+            return "second"
+        case [*_]:
+            return "sequence"
+    return "none"
+"""
+
+
+@pytest.mark.parametrize("literal", ["True", "False", "None", "''", "-1", "0", "1", "'x'"])
+def test_a_literal_pattern_before_another_case_matches(ctx, literal):
+    namespace = {}
+    exec(_LITERAL_PATTERN_SOURCE.format(literal=literal), namespace)
+    classify = namespace["classify"]
+    subjects = [True, False, None, "", -1, 0, 1, "x", "other", [1], 2.5]
+
+    def program():
+        return [classify(subject) for subject in subjects]
+
+    expected = program()
+    assert expected.count("first") >= 1 and "second" in expected
+    assert cassette.overdub(ctx, program) == expected
+
+
+def test_builtins_called_with_a_generator_expression_are_called(ctx):
+    # The other side of the same test: any()/all()/tuple()/list()/set() of
+    # a generator expression are calls, whatever the release inlines.
+    def program(xs):
+        return (any(x > 2 for x in xs), all(x for x in xs), tuple(x for x in xs),
+                list(x * 2 for x in xs), sorted(set(x % 2 for x in xs)))
+
+    expected = program([1, 2, 3])
+    assert cassette.overdub(ctx, program, [1, 2, 3]) == expected
+
+    class Seen(cassette.Context):
+        def prehook(self, f, *args, **kwargs):
+            self.metadata.append(f)
+
+    seen = Seen(metadata=[])
+    cassette.overdub(seen, program, [1, 2, 3])
+    assert [f for f in seen.metadata if f in (any, all, tuple, list, set)] == [
+        any, all, tuple, list, set]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 14),
+                    reason="LOAD_COMMON_CONSTANT (opcode._common_constants) is new in 3.14")
+def test_the_layer_reads_load_common_constant_as_the_interpreter_does():
+    import opcode
+
+    from cassette.versions import LAYER
+
+    table = opcode._common_constants
+    builtins_called = {all, any, tuple, list, set}
+    assert LAYER.inlined_builtin_constants == {
+        index for index, value in enumerate(table)
+        if any(value is builtin for builtin in builtins_called)}
+    values = getattr(sys.modules[type(LAYER).__module__], "_COMMON_VALUES", {})
+    for index, value in values.items():
+        assert table[index] is value or table[index] == value and type(table[index]) is type(value)

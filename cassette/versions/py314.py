@@ -45,6 +45,10 @@ class Layer314(Layer313):
     # LOAD_ATTR_PROPERTY caches the getter itself and guards the class only.
     property_loads_skip_routing = True
     annotation_attributes = frozenset({"__annotations__"})
+    #: LOAD_COMMON_CONSTANT's arguments that load a builtin the compiler
+    #: inlines a call of with a generator expression (``opcode.
+    #: _common_constants``: tuple, all, any).
+    inlined_builtin_constants = frozenset({2, 3, 4})
     decoded_names = {"LOAD_FAST_BORROW": "LOAD_FAST",
                      "LOAD_FAST_BORROW_LOAD_FAST_BORROW": "LOAD_FAST_LOAD_FAST",
                      "LOAD_SMALL_INT": "LOAD_CONST"}
@@ -125,10 +129,14 @@ class Layer314(Layer313):
         # test of the global against the builtin, an inlined loop when it is
         # the builtin and a call otherwise.  Comparing with a constant of its
         # own that nothing is makes the code always call, as every other
-        # release does, so hooks see the same operations.
+        # release does, so hooks see the same operations.  Only a builtin's
+        # test is: a ``match`` compares its subject with ``case True:``'s
+        # constant in the same three instructions (3.15 loads True, False
+        # and None with LOAD_COMMON_CONSTANT).
         for index in range(1, len(bytecode) - 1):
             instr = bytecode[index]
             if (isinstance(instr, Instr) and instr.name == "LOAD_COMMON_CONSTANT"
+                    and instr.arg in self.inlined_builtin_constants
                     and _is_instr(bytecode[index - 1], "COPY", 1)
                     and _is_instr(bytecode[index + 1], "IS_OP", 0)):
                 bytecode[index] = Instr("LOAD_CONST", _NEVER_THE_BUILTIN,

@@ -25,6 +25,8 @@ class Layer315(Layer314):
     version = (3, 15)
     sites_read_following = Layer314.sites_read_following | {"GET_ITER"}
     iterator_depth = 2
+    # ... and list and set.
+    inlined_builtin_constants = frozenset({2, 3, 4, 5, 6})
     generator_expressions_take_iterable = True
     # pycore_backoff.h: a 13-bit value over a 3-bit backoff; 7 is the
     # backoff that never reaches a value of zero.
