@@ -20,7 +20,7 @@ from .markers import EXHAUSTED
 from .rewrite import recursion_limit_lock
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
-from ._builtins import (AttributeError, BaseException, StopIteration, any, callable,
+from ._builtins import (AttributeError, BaseException, StopIteration, any, bool, callable,
     getattr, hasattr, id, isinstance, len, next, object, slice, str, tuple, type)
 
 # Bound at import: a program may patch or delete anything of the standard
@@ -189,7 +189,7 @@ class Runtime:
             else:
                 cache.pop(key, None)
             try:
-                ref = weakref.ref(callee)
+                ref = _ref(callee)
             except TypeError:       # (a builtin bound to a class: made young again)
                 continue
             if len(survivors) >= CACHE_MAX:
