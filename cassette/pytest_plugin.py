@@ -126,36 +126,30 @@ def make_context(spec: str) -> Any:
     else:
         module_name, colon, attribute = spec.partition(":")
         if not (colon and module_name and attribute):
-            return _raise(usage(
-                f"expected a built-in context ({', '.join(BUILTIN_CONTEXTS)}) or MODULE:NAME"))
+            raise usage(
+                f"expected a built-in context ({', '.join(BUILTIN_CONTEXTS)}) or MODULE:NAME")
         try:
             target = importlib.import_module(module_name)
         except Exception as error:
-            return _raise(usage(f"cannot import {module_name}: {type(error).__name__}: {error}"))
+            raise usage(f"cannot import {module_name}: {type(error).__name__}: {error}") from None
         for part in attribute.split("."):
             try:
                 target = getattr(target, part)
             except AttributeError:
-                return _raise(usage(f"{module_name} has no attribute {attribute}"))
+                raise usage(f"{module_name} has no attribute {attribute}") from None
         what = attribute
     if isinstance(target, cassette.Context):
         return target
     if not callable(target):
-        return _raise(usage(f"{what} is a {type(target).__name__}, not a cassette.Context "
-                            "subclass, a factory or a context"))
+        raise usage(f"{what} ({type(target).__name__}) is not a cassette.Context "
+                    "subclass, a factory or a context")
     try:
         ctx = target()
     except Exception as error:
-        return _raise(usage(f"{what}() raised {type(error).__name__}: {error}"))
+        raise usage(f"{what}() raised {type(error).__name__}: {error}") from None
     if not isinstance(ctx, cassette.Context):
-        return _raise(usage(f"{what}() returned a {type(ctx).__name__}, not a cassette.Context"))
+        raise usage(f"{what}() returned {type(ctx).__name__}, not a cassette.Context")
     return ctx
-
-
-def _raise(error: BaseException) -> Any:
-    # Raised outside the handler, so that pytest's one-line report of a
-    # usage error is not followed by the chained exception.
-    raise error
 
 
 def _is_async(function: Any) -> bool:

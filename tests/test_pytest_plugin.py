@@ -307,7 +307,7 @@ def test_operation_and_escape_counts_are_overdubs(sample):
         assert escapes.total > 0
 
 
-@pytest.mark.parametrize("spec, message", [
+BAD_CONTEXTS = [
     ("nope", "--cassette nope: expected a built-in context (noop, count) or MODULE:NAME"),
     ("sample_contexts:", "--cassette sample_contexts:: expected a built-in context "
                          "(noop, count) or MODULE:NAME"),
@@ -319,12 +319,25 @@ def test_operation_and_escape_counts_are_overdubs(sample):
     ("sample_contexts:Broken", "--cassette sample_contexts:Broken: Broken() raised "
                                "RuntimeError: no way"),
     ("sample_contexts:NOT_A_CONTEXT", "--cassette sample_contexts:NOT_A_CONTEXT: "
-                                      "NOT_A_CONTEXT is a int, not a cassette.Context "
+                                      "NOT_A_CONTEXT (int) is not a cassette.Context "
                                       "subclass, a factory or a context"),
     ("sample_contexts:SEEN.copy", "--cassette sample_contexts:SEEN.copy: SEEN.copy() "
-                                  "returned a list, not a cassette.Context"),
-])
-def test_a_bad_context_is_a_one_line_usage_error(sample, spec, message):
+                                  "returned list, not a cassette.Context"),
+]
+
+
+@pytest.mark.parametrize("spec, message", BAD_CONTEXTS, ids=[spec for spec, _ in BAD_CONTEXTS])
+def test_a_bad_context_is_a_usage_error(sample, monkeypatch, spec, message):
+    monkeypatch.syspath_prepend(str(sample))
+    monkeypatch.delitem(sys.modules, "sample_contexts", raising=False)
+    with pytest.raises(pytest.UsageError) as raised:
+        plugin.make_context(spec)
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("spec, message", [BAD_CONTEXTS[2], BAD_CONTEXTS[4]],
+                         ids=["import", "constructor"])
+def test_pytest_reports_a_bad_context_in_one_line(sample, spec, message):
     _, output, status = run_pytest(sample, "--cassette", spec, "test_sample.py")
     assert status == pytest.ExitCode.USAGE_ERROR, output
     assert output.strip() == f"ERROR: {message}", output
