@@ -178,23 +178,28 @@ _ESCAPES = re.compile(r"^cassette: (\d+) escapes?\b", re.M)
 
 
 def run_pytest(targets, *, context=None, escapes=False, cwd, label, pyargs=True,
-               options=(), timeout=3600, python=None) -> Run:
-    """Run pytest on ``targets`` in a subprocess from ``cwd`` (a scratch
-    directory holding an empty ``pytest.ini``, so that no configuration of
-    ours applies), overdubbed by the plugin's ``context`` when given."""
+               options=(), timeout=3600, python=None, junit_dir=None) -> Run:
+    """Run pytest on ``targets`` in a subprocess from ``cwd``, overdubbed by
+    the plugin's ``context`` when given.  With ``pyargs`` (the targets are
+    modules), ``cwd`` is a scratch directory given an empty ``pytest.ini``
+    so that no configuration of ours applies; otherwise ``cwd`` is a source
+    tree whose own configuration applies, and the JUnit XML goes to
+    ``junit_dir``."""
     cwd = Path(cwd)
-    ini = cwd / "pytest.ini"
-    if not ini.exists():
-        ini.write_text("[pytest]\n")
-    junit = cwd / f"{label}.xml"
+    junit = Path(junit_dir or cwd) / f"{label}.xml"
     command = [python or sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "-c", str(ini), "--rootdir", str(cwd), "--junitxml", str(junit),
-               "-o", "junit_logging=no", "-o", "console_output_style=classic",
-               *(["--pyargs"] if pyargs else []), *options, *targets]
+               "--junitxml", str(junit), "-o", "junit_logging=no",
+               "-o", "console_output_style=classic"]
     if context is not None:
-        command[3:3] = ["-p", "cassette", "--cassette", context]
+        command += ["-p", "cassette", "--cassette", context]
         if escapes:
-            command.insert(7, "--cassette-escapes")
+            command.append("--cassette-escapes")
+    if pyargs:
+        ini = cwd / "pytest.ini"
+        if not ini.exists():
+            ini.write_text("[pytest]\n")
+        command += ["-c", str(ini), "--rootdir", str(cwd), "--pyargs"]
+    command += [*options, *targets]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
@@ -293,16 +298,12 @@ def check_library(name, *, full=False, escapes=False, verbose=False, contexts=CO
     library = LIBRARIES[name]
     targets = library.full if full else library.default
     with tempfile.TemporaryDirectory(prefix=f"cassette-suite-{name}-") as scratch:
+        where = dict(cwd=scratch, pyargs=True, options=library.options)
         if library.sdist:
-            source = unpacked_sdist(name)
-            pyargs = False
-            targets = tuple(str(source / target) for target in targets)
-            # Run from a copy-free scratch directory, importing the installed
-            # library (the source tree's own package directory is not on sys.path).
-        else:
-            pyargs = True
-        plain = run_pytest(targets, cwd=scratch, label="plain", pyargs=pyargs,
-                           options=library.options)
+            # The source tree's own configuration and conftest apply.
+            where = dict(cwd=unpacked_sdist(name), pyargs=False, junit_dir=scratch,
+                         options=library.options)
+        plain = run_pytest(targets, label="plain", **where)
         out(f"{name:16} plain: {len(plain.outcomes):5} tests, {len(plain.passed):5} passed "
             f"({plain.seconds:6.1f}s, cpu {plain.cpu_seconds:6.1f}s)")
         if not plain.outcomes:
@@ -310,8 +311,8 @@ def check_library(name, *, full=False, escapes=False, verbose=False, contexts=CO
             return 1
         bad = 0
         for context in contexts:
-            dubbed = run_pytest(targets, context=context, escapes=escapes, cwd=scratch,
-                                label=context, pyargs=pyargs, options=library.options)
+            dubbed = run_pytest(targets, context=context, escapes=escapes, label=context,
+                                **where)
             lost = lost_tests(plain, dubbed)
             wrong = unexplained(name, lost)
             bad += len(wrong)
