@@ -81,7 +81,7 @@ LIBRARIES = {
                       "networkx.algorithms.shortest_paths", "networkx.generators",
                       "networkx.utils")),
         Library("sympy",
-                default=("sympy.core.tests.test_sympify",),
+                default=("sympy.core.tests.test_basic",),
                 full=("sympy.core", "sympy.sets", "sympy.logic", "sympy.utilities.tests",
                       "sympy.ntheory", "sympy.polys.tests.test_polytools")),
         Library("mpmath",

@@ -96,7 +96,7 @@ def test_the_junit_reader(tmp_path):
     assert outcomes == {"pkg.mod::test_ok": "passed", "pkg.mod.Case::test_bad": "failed",
                         "pkg.mod::test_skip": "skipped", "pkg.mod::test_teardown": "failed"}
     assert failures == {"pkg.mod.Case::test_bad": "assert 1 == 2\ntrace line",
-                        "pkg.mod::test_teardown": "boom\n"}
+                        "pkg.mod::test_teardown": "boom"}
     plain = suites.Run(dict(outcomes, **{"pkg.mod::test_bad2": "passed"}), {}, 0, 0, 0, "")
     plain.outcomes["pkg.mod.Case::test_bad"] = "passed"
     lost = suites.lost_tests(plain, suites.Run(outcomes, failures, 0, 0, 0, ""))
