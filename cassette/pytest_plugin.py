@@ -291,7 +291,8 @@ class OverdubbingSession:
             line = f"{total} escape{'s' if total != 1 else ''}"
             if total:
                 worst = self.escapes_per_test.most_common(_WORST_SHOWN)
-                line += (f" in {len(self.escapes_per_test)} tests; most in "
+                tests = len(self.escapes_per_test)
+                line += (f" in {tests} test{'s' if tests != 1 else ''}; most in "
                          + ", ".join(f"{nodeid} ({count})" for nodeid, count in worst))
             lines.append(line)
             for where, count in self.escaping_code.most_common(_WORST_SHOWN):
