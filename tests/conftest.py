@@ -27,9 +27,9 @@ if "cassette.diskcache" in sys.modules:     # imported by a plugin already
     sys.modules["cassette.diskcache"].configure()
 
 DEBUG_BUILD = hasattr(sys, "gettotalrefcount")
-NO_DEBUG_WHEELS = ("numpy", "scipy", "pandas")
+NO_DEBUG_WHEELS = ("numpy", "scipy", "pandas", "pydantic")
 NO_DEBUG_WHEELS_REASON = (
-    " (a Py_DEBUG interpreter: numpy, scipy and pandas publish no wheels for "
+    " (a Py_DEBUG interpreter: numpy, scipy, pandas and pydantic publish no wheels for "
     "its ABI, so they are not installed)")
 
 

@@ -23,10 +23,11 @@ Usage (from anywhere; paths are relative to the repository root)::
     on with a corrupt stack or a freed object), in ``.venv/3.14d``, row
     ``3.14.Nd cython`` of the table.  Its venv has cassette (the core built
     for it: ``_core.cpython-314d-*.so``) and the ``test`` extra less numpy,
-    scipy and pandas (``NO_DEBUG_WHEELS``: they publish wheels for release
+    scipy, pandas and pydantic (``NO_DEBUG_WHEELS``: they publish wheels for release
     builds only; the tests needing them skip, saying so).  That run leaves
-    out ``DEBUG_IGNORED`` (mypy on the typed API and the tests of this
-    tool: no core in their process, minutes on a debug build).  ``3.15d``
+    out ``DEBUG_IGNORED`` (mypy on the typed API, the tests of this
+    tool and the third-party suites: minutes on a debug build, and no core
+    in their process or run by the release builds).  ``3.15d``
     runs the same way when named (``--python 3.15d``).  The installs,
     then the runs, go one per core at a time (at most four; ``--jobs N`` sets
     it), each run's output printed whole under its header when it ends (with
@@ -121,14 +122,17 @@ DEFAULT_VERSIONS = SUPPORTED + DEFAULT_DEBUG
 # Requirements of the `test` extra that publish binary wheels only for release
 # builds (no debug ABI, cpython-314d) and would take an hour to compile: a
 # debug venv goes without them, and the tests needing them skip, saying so.
-NO_DEBUG_WHEELS = ("numpy", "scipy", "pandas")
+NO_DEBUG_WHEELS = ("numpy", "scipy", "pandas", "pydantic")
 # The soak test's calls per context (tests/test_soak.py) in the runs named
 # here; every other run makes the test's smaller default count.
 SOAK_FULL_RUNS = {("3.14d", "cython"), ("3.13", "cython")}
 # What a debug build's run leaves out: tests that do not run the core in
 # their process and cost minutes there (mypy checking the typed API, pure
-# Python on a debug build; the developer tool itself).
-DEBUG_IGNORED = ("tests/test_typing.py", "tests/test_dev_tool.py")
+# Python on a debug build; the developer tool itself), and the third-party
+# suites, whose subprocess runs (minutes on a debug build) the ten release
+# runs already make.
+DEBUG_IGNORED = ("tests/test_typing.py", "tests/test_dev_tool.py",
+                 "tests/test_library_suites.py")
 SOAK_FULL_CALLS = "100000"
 BENCH_VERSION = "3.12"
 # Files whose change requires reinstalling (and so rebuilding) the project.
