@@ -80,10 +80,10 @@ class Runtime:
             chain.append(type(outer.ctx))
             outer = outer.parent
         self._ctx_types = tuple(chain)
-        # The steps whose iterator yielded EXHAUSTED itself, as (thread,
-        # iterator), until the loop asks (``loop_ended``): almost always
-        # empty.
-        self._marker_values = []
+        # The steps whose iterator yielded EXHAUSTED itself, by thread (a
+        # list of iterators each), until the loop asks (``loop_ended``):
+        # almost always empty.
+        self._marker_values = {}
         self._reset()
 
     def _reset(self):
@@ -413,7 +413,7 @@ class Runtime:
                     self._forget_marker_values(iterator)
                 return EXHAUSTED
             if value is EXHAUSTED:
-                self._marker_values.append((_get_ident(), iterator))
+                self._marker_values.setdefault(_get_ident(), []).append(iterator)
             return value
         except BaseException as exception:
             _drop_library_entries(exception)
@@ -429,12 +429,20 @@ class Runtime:
     def _forget_marker_values(self, iterator):
         """Forget the steps of ``iterator`` in this thread that returned
         :data:`EXHAUSTED` as its value; whether there was one."""
+        # Each thread changes only its own list, so no thread's note is lost
+        # to another's (the core does the same under the GIL).
         thread = _get_ident()
-        kept = [step for step in self._marker_values
-                if step[0] != thread or step[1] is not iterator]
-        found = len(kept) != len(self._marker_values)
-        self._marker_values = kept
-        return found
+        noted = self._marker_values.get(thread)
+        if not noted:
+            return False
+        kept = [step for step in noted if step is not iterator]
+        if len(kept) == len(noted):
+            return False
+        if kept:
+            noted[:] = kept
+        else:
+            self._marker_values.pop(thread, None)
+        return True
 
     def enter(self, manager):
         """``with manager``: ``(value of __enter__, exit callable)``."""
