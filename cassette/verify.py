@@ -9,9 +9,9 @@ line.
 The contract
 ------------
 A code object assembled from bytecode that passes :func:`check` cannot crash
-a release build of CPython 3.11–3.13 through its stack discipline, its use of
-the frame, or the types of the values it hands to instructions that trust
-them.  What is checked:
+a release build of CPython 3.11–3.15, nor make a debug build's assertions
+fail on a truth test, through its stack discipline, its use of the frame, or
+the types of the values it hands to instructions that trust them.  What is checked:
 
 * **Elements.**  Only ``Instr``, ``Label``, ``SetLineno``, ``TryBegin`` and
   ``TryEnd``; each label at most once; instructions a pass may not emit
@@ -52,7 +52,8 @@ them.  What is checked:
   NULL, a value of unknown type, None, list, set, dict, tuple (with its
   length when known), a tuple of cells, iterator (from ``GET_ITER`` or kept
   by ``FOR_ITER``), exception instance, a handler's ``lasti``, code object,
-  function (with or without its closure set yet), str, cell.  Instructions
+  function (with or without its closure set yet), str, cell, bool, a
+  comparison's result.  Instructions
   that trust a kind get only values that have it on every path: a list for
   ``LIST_APPEND``/``LIST_EXTEND`` and ``LIST_TO_TUPLE``, a set for
   ``SET_ADD``/``SET_UPDATE``, a dict for ``MAP_ADD``/``DICT_UPDATE``/
@@ -67,6 +68,13 @@ them.  What is checked:
   ``SET_FUNCTION_ATTRIBUTE``), defaults tuples, keyword-default dicts,
   even-length annotation tuples, a constant tuple of keyword names for
   ``CALL_KW``, constant strings and functions for the PEP 695 intrinsics.
+  From 3.13, ``POP_JUMP_IF_TRUE``/``POP_JUMP_IF_FALSE`` and ``UNARY_NOT``
+  take a bool (``TO_BOOL``'s, a comparison's that casts to bool,
+  ``IS_OP``'s, ``CONTAINS_OP``'s, a match test's or a constant): the
+  interpreter only asserts it, so a debug build aborts and a release build
+  takes any other object for neither true nor false.  A comparison that
+  does not cast is accepted there too, as the compiler emits it where it
+  knows the operands (``format > 2`` in an ``__annotate__``).
   A NULL (``PUSH_NULL``, ``LOAD_GLOBAL``'s null flag, a method-form
   ``LOAD_ATTR``/``LOAD_SUPER_ATTR``/``LOAD_METHOD``, ``LOAD_FAST_AND_CLEAR``
   of an unbound local) is consumed only by a call's self-or-NULL slot
@@ -167,8 +175,11 @@ CELL = 1 << 17
 ITERATING = 1 << 18     # a function of a generator expression's code (3.11: or a
                         # comprehension's): it trusts its one argument, ``.0``, to be
                         # an iterator, so it may only be called, on an iterator
+BOOL = 1 << 19          # True or False
+COMPARED = 1 << 20      # a comparison's result not cast to bool (3.13+): what the
+                        # compiler itself tests for truth where it knows it is a bool
 
-_ALL = (1 << 19) - 1
+_ALL = (1 << 21) - 1
 _VALUES = _ALL & ~NULL & ~FUNC_PENDING & ~ITERATING
 _TUPLES = TUPLE | CELLS | ALIAS
 
@@ -177,7 +188,8 @@ _KIND_NAMES = {
     SET: "set", DICT: "dict", TUPLE: "tuple", CELLS: "tuple of cells",
     ALIAS: "tuple", ITER: "iterator", EXC: "exception", LASTI: "lasti",
     CODE: "code object", FUNC: "function", FUNC_PENDING: "function without its closure",
-    STR: "str", CELL: "cell", ITERATING: "generator expression's function",
+    STR: "str", CELL: "cell", ITERATING: "generator expression's function", BOOL: "bool",
+    COMPARED: "comparison result",
 }
 
 # Requirement tokens of the version layer's signatures: the kinds allowed.
@@ -189,13 +201,14 @@ _REQUIRES = {
     "lasti": LASTI, "code": CODE, "func": FUNC | FUNC_PENDING, "str": STR,
     "cells": CELLS, "alias_args": ALIAS, "annotations": DICT | _TUPLES,
     "kwnames": TUPLE, "callee": _VALUES | ITERATING, "null|callee": NULL | _VALUES | ITERATING,
+    "bool": BOOL | COMPARED,
 }
 
 # Kinds the pushed tokens produce.
 _PRODUCES = {
     "obj": OBJ, "null": NULL, "null|obj": NULL | OBJ, "none": NONE, "iter": ITER,
     "exc": EXC, "exc|none": EXC | NONE, "tuple": TUPLE, "dict": DICT, "set": SET,
-    "str": STR, "cell": CELL,
+    "str": STR, "cell": CELL, "bool": BOOL, "compared": COMPARED,
 }
 
 _GENERATOR_FLAGS = 0x0020 | 0x0080 | 0x0200 | 0x0100   # GENERATOR COROUTINE ASYNC_GENERATOR ITERABLE_COROUTINE
@@ -363,6 +376,8 @@ def _const_value(value):
     kind = type(value)
     if value is None:
         bits = NONE
+    elif kind is bool:
+        bits = BOOL
     elif kind is tuple:
         bits = CELLS if value and all(type(v) is _CellType for v in value) else TUPLE
     elif kind is str:
@@ -474,6 +489,7 @@ _TOKEN_TEXT = {
     "alias_args": "a (name, parameters, function) tuple",
     "annotations": "annotations (a dict or tuple of pairs)",
     "callee": "a value", "null|callee": "a value or NULL",
+    "bool": "a bool (from TO_BOOL, a comparison that casts to bool, IS_OP or CONTAINS_OP)",
 }
 
 

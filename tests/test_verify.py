@@ -59,6 +59,16 @@ def squares(n):
     return list(i * i for i in range(n))
 
 
+def branching(x):
+    if x:
+        return 1
+    return 2
+
+
+def negating(x):
+    return not x
+
+
 def editable(function):
     """The Bytecode a pass receives for ``function``."""
     return LAYER.bytecode_of(function.__code__)
@@ -191,6 +201,15 @@ DEFECTS = [
     ("generator expression function escaping", squares, leaking_genexpr_function,
      "COPY of a value that may be generator expression's function"),
 ]
+if sys.version_info >= (3, 13):
+    # Truth tests trust their operand to be a bool: a debug build aborts
+    # on any other object, a release build takes it for neither.
+    DEFECTS += [
+        ("truth test of a value not cast to bool", branching,
+         replacing("TO_BOOL", lambda: Instr("NOP")), "where it needs a bool"),
+        ("not of a value not cast to bool", negating,
+         replacing("TO_BOOL", lambda: Instr("NOP")), "where it needs a bool"),
+    ]
 if not LAYER.generator_expressions_take_iterable:
     # (3.15's generator expressions make their iterator: any value will do.)
     DEFECTS.append(("generator expression called on a non-iterator", squares,

@@ -95,7 +95,13 @@ class Layer313(Layer):
         **Layer.verify_fixed,
         # With monitoring on, END_FOR reads the iterator below its value.
         "END_FOR": "obj : obj -> ",
-        "TO_BOOL": "obj -> obj",
+        # Truth tests trust their operand to be a bool (the interpreter
+        # only asserts it: a debug build aborts, a release build takes any
+        # other object for neither True nor False).
+        "TO_BOOL": "obj -> bool",
+        "UNARY_NOT": "bool -> bool",
+        "POP_JUMP_IF_FALSE": "bool -> ",
+        "POP_JUMP_IF_TRUE": "bool -> ",
         "FORMAT_SIMPLE": "obj -> str",
         "FORMAT_WITH_SPEC": "obj obj -> str",
         "CONVERT_VALUE": "obj -> obj",
@@ -121,6 +127,8 @@ class Layer313(Layer):
         return instr.arg == 1   # suspends the generator as FRAME_SUSPENDED_YIELD_FROM
 
     def _verify_version_signature(self, name, arg, jump):
+        if name == "COMPARE_OP":
+            return "obj obj -> bool" if int(arg) & 16 else "obj obj -> compared"
         if name == "FOR_ITER":
             return "iter : -> obj"
         if name == "SEND":
