@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -132,11 +133,51 @@ def test_the_debug_build_is_its_own_version_and_runs_the_cython_core_alone(dev):
     assert dev.soak_environment("3.14d", "cython") == {"CASSETTE_SOAK_CALLS": "100000"}
     assert dev.soak_environment("3.14", "cython") == {}
     assert dev.soak_environment("3.13", "pure") == {}
-    assert dev.debug_run_arguments("3.14d", ["-x"]) == [
+    assert dev.run_arguments("3.14d", "cython", ["-x"]) == [
         "--ignore=tests/test_typing.py", "--ignore=tests/test_dev_tool.py",
-        "--ignore=tests/test_library_suites.py", "-x"]
-    assert dev.debug_run_arguments("3.14d", ["tests/test_soak.py"]) == ["tests/test_soak.py"]
-    assert dev.debug_run_arguments("3.14", ["-x"]) == ["-x"]
+        "--ignore=tests/test_beside_other_tools.py", "--ignore=tests/test_library_suites.py",
+        "--ignore=tests/test_real_libraries.py", "-x"]
+    assert dev.run_arguments("3.14d", "cython", ["tests/test_soak.py"]) == ["tests/test_soak.py"]
+    assert dev.run_arguments("3.14", "cython", ["-x"]) == ["-x"]
+
+
+def test_the_oracles_run_with_the_core_everywhere_and_with_the_twin_once(dev):
+    oracles = ["--ignore=%s" % path for path in dev.ORACLE_FILES]
+    assert all(os.path.isfile(os.path.join(dev.ROOT, path)) for path in dev.ORACLE_FILES)
+    for version in dev.SUPPORTED:
+        assert dev.run_arguments(version, "cython", []) == []
+        expected = [] if version == dev.ORACLE_PURE_VERSION else oracles
+        assert dev.run_arguments(version, "pure", ["-q"]) == expected + ["-q"]
+    assert dev.ORACLE_PURE_VERSION in dev.SUPPORTED
+    named = ["tests/test_real_libraries.py"]
+    assert dev.run_arguments("3.11", "pure", named) == named
+
+
+def test_a_run_past_its_time_is_stopped_and_failed(dev, sink, monkeypatch):
+    # Ignores SIGINT and starts a child that would outlive it: both are
+    # stopped, and the run fails saying why.
+    monkeypatch.setattr(dev, "RUN_TIMEOUT", 2)
+    stuck = [sys.executable, "-c", (
+        "import signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(600)\n")]
+    started = time.monotonic()
+    result = dev.run_pytest(stuck, "3.12.0 cython", [], pure=False, output=sink)
+    assert time.monotonic() - started < 120
+    assert (result.passed, result.failed, result.ok) == (0, 1, False)
+    assert result.note == "timed out after 2 s"
+    sink.flush()
+    child = int(open(sink.name).read().split()[0])
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and os.path.exists("/proc/%d" % child):
+        with open("/proc/%d/stat" % child) as stat:
+            if stat.read().split()[2] == "Z":
+                break
+        time.sleep(0.1)
+    assert not os.path.exists("/proc/%d" % child) or open(
+        "/proc/%d/stat" % child).read().split()[2] == "Z"
 
 
 def test_an_interpreter_says_whether_it_is_a_debug_build(dev):

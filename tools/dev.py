@@ -26,9 +26,15 @@ Usage (from anywhere; paths are relative to the repository root)::
     scipy, pandas and pydantic (``NO_DEBUG_WHEELS``: they publish wheels for release
     builds only; the tests needing them skip, saying so).  That run leaves
     out ``DEBUG_IGNORED`` (mypy on the typed API, the tests of this
-    tool and the third-party suites: minutes on a debug build, and no core
-    in their process or run by the release builds).  ``3.15d``
-    runs the same way when named (``--python 3.15d``).  The installs,
+    tool, and the oracles replaying third-party code beside other tools
+    or in subprocesses: minutes on a debug build, and made by the release
+    builds).  ``3.15d`` runs the same way when named (``--python 3.15d``).
+    The third-party oracles (``ORACLE_FILES``: CPython's own tests and
+    libraries' workloads and suites, overdubbed) run with the Cython core
+    on every release and with the pure-Python runtime on
+    ``ORACLE_PURE_VERSION`` (3.13); the other pure runs leave them out.
+    Which files a run leaves out is ``left_out(version, core)``; naming
+    test files runs them wherever they are named.  The installs,
     then the runs, go one per core at a time (at most four; ``--jobs N`` sets
     it), each run's output printed whole under its header when it ends (with
     one job, live).
@@ -39,12 +45,17 @@ Usage (from anywhere; paths are relative to the repository root)::
     install, pytest usage error) counts as one failure, so that line
     never reads ``0 failed`` for a failing command; a run killed by a signal
     (a crash, a debug build's abort) is failed whatever its report says
-    (``crashed: SIGABRT`` in the table).  pytest's exit status 5
-    ("no tests collected") counts as a successful run with 0 passed.
+    (``crashed: SIGABRT`` in the table).  A run still going after
+    ``RUN_TIMEOUT`` (40 minutes) is stuck: it is interrupted (pytest then
+    reports what it got to), killed with what it started, and failed
+    (``timed out`` in the table); a single test running ten minutes has its
+    threads' stacks dumped first (pytest's ``faulthandler_timeout``).
+    pytest's exit status 5 ("no tests collected") counts as a successful
+    run with 0 passed.
 
     The soak test (tests/test_soak.py) makes 10**5 calls per context in the
-    ``3.14d`` run and in 3.13's Cython run (``SOAK_FULL_RUNS``; it reads
-    ``CASSETTE_SOAK_CALLS``), its smaller default count in the others.
+    ``3.14d`` run (``SOAK_FULL_RUNS``; it reads ``CASSETTE_SOAK_CALLS``),
+    its smaller default count in the others.
 
     Options (everything else, and everything after ``--``, goes to pytest;
     paths under tests/ among them replace the whole of tests/)::
@@ -102,6 +113,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -125,15 +137,28 @@ DEFAULT_VERSIONS = SUPPORTED + DEFAULT_DEBUG
 NO_DEBUG_WHEELS = ("numpy", "scipy", "pandas", "pydantic")
 # The soak test's calls per context (tests/test_soak.py) in the runs named
 # here; every other run makes the test's smaller default count.
-SOAK_FULL_RUNS = {("3.14d", "cython"), ("3.13", "cython")}
+SOAK_FULL_RUNS = {("3.14d", "cython")}
+SOAK_FULL_CALLS = "100000"
+# The third-party oracles: CPython's and libraries' own code replayed
+# plainly and overdubbed, in process or in subprocesses (minutes each).
+# Every Cython-core run makes them; of the pure-Python runtime's runs, the
+# one on ORACLE_PURE_VERSION does (the runtimes share every decision of the
+# version layer, which the Cython runs check on each release).
+ORACLE_FILES = ("tests/test_beside_other_tools.py", "tests/test_cpython_oracle.py",
+                "tests/test_library_suites.py", "tests/test_real_libraries.py")
+ORACLE_PURE_VERSION = "3.13"
 # What a debug build's run leaves out: tests that do not run the core in
 # their process and cost minutes there (mypy checking the typed API, pure
-# Python on a debug build; the developer tool itself), and the third-party
-# suites, whose subprocess runs (minutes on a debug build) the ten release
-# runs already make.
+# Python on a debug build; the developer tool itself), and the oracles that
+# replay third-party code in subprocesses or need numpy, scipy and pandas
+# (which it lacks); CPython's own tests it makes.
 DEBUG_IGNORED = ("tests/test_typing.py", "tests/test_dev_tool.py",
-                 "tests/test_library_suites.py")
-SOAK_FULL_CALLS = "100000"
+                 "tests/test_beside_other_tools.py", "tests/test_library_suites.py",
+                 "tests/test_real_libraries.py")
+# A run still going after this long is stuck: it is stopped (with whatever
+# it started) and fails, its output printed as far as it got.  pytest's
+# faulthandler_timeout (pyproject.toml) has dumped the stuck test's stack.
+RUN_TIMEOUT = 40 * 60
 BENCH_VERSION = "3.12"
 # Files whose change requires reinstalling (and so rebuilding) the project.
 BUILD_INPUTS = ("pyproject.toml", "setup.py")
@@ -186,11 +211,35 @@ def banner(text, char="="):
     say("\n" + char * 78 + "\n" + text + "\n" + char * 78)
 
 
-def run(cmd, **kwargs):
-    """Run a command with inherited stdio; return its exit status."""
+def run(cmd, timeout=None, **kwargs):
+    """Run a command with inherited stdio; return its exit status, or None
+    when it was still going after ``timeout`` seconds: it is then
+    interrupted (SIGINT: pytest reports what it got to), and killed with
+    whatever it started if it has not ended half a minute later."""
     sys.stdout.flush()
     sys.stderr.flush()
-    return subprocess.call([str(c) for c in cmd], **kwargs)
+    cmd = [str(c) for c in cmd]
+    if timeout is None:
+        return subprocess.call(cmd, **kwargs)
+    process = subprocess.Popen(cmd, start_new_session=True, **kwargs)
+    try:
+        try:
+            return process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                pass
+            return None
+    finally:
+        # Its own session, so that the kill reaches what it started: ended,
+        # timed out or interrupted (Ctrl-C reaches only this process then).
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        process.wait()
 
 
 def capture(cmd):
@@ -642,13 +691,17 @@ def run_pytest(python, label, pytest_args, pure, output=None, environment=None):
         streams = {} if output is None else {"stdout": output, "stderr": subprocess.STDOUT}
         paths = [] if names_paths(pytest_args) else ["tests/"]
         status = run(python + ["-m", "pytest"] + paths + ["--junitxml", xml_path]
-                     + list(pytest_args), cwd=str(ROOT), env=env, **streams)
+                     + list(pytest_args), timeout=RUN_TIMEOUT, cwd=str(ROOT), env=env,
+                     **streams)
         try:
             tests, failed, skipped = junit_counts(xml_path)
         except (OSError, ET.ParseError):
             tests = failed = skipped = 0
     result = RunResult(label, tests - failed - skipped, failed, skipped)
-    if status < 0:
+    if status is None:
+        result.failed = max(failed, 1)
+        result.note = "timed out after %d s" % RUN_TIMEOUT
+    elif status < 0:
         # Killed by a signal: whatever the report says, the run failed.
         result.failed = max(failed, 1)
         result.note = "crashed: %s" % signal_name(-status)
@@ -677,7 +730,6 @@ def names_paths(pytest_args):
 
 
 def signal_name(number):
-    import signal
     try:
         return signal.Signals(number).name
     except ValueError:
@@ -765,12 +817,22 @@ def run_kinds(version):
     return DEBUG_RUN_KINDS if version in DEBUG_PYTHONS else RUN_KINDS
 
 
-def debug_run_arguments(version, pytest_args):
-    """A debug build's run leaves out DEBUG_IGNORED (unless the arguments
-    name what to run)."""
-    if version not in DEBUG_PYTHONS or names_paths(pytest_args):
+def left_out(version, core):
+    """The test files the run of ``version`` (3.14d: a debug build) with
+    ``core`` ("cython" or "pure") leaves out."""
+    if version in DEBUG_PYTHONS:
+        return DEBUG_IGNORED
+    if core == "pure" and version != ORACLE_PURE_VERSION:
+        return ORACLE_FILES
+    return ()
+
+
+def run_arguments(version, core, pytest_args):
+    """The pytest arguments of a run: ``--ignore`` for what it leaves out
+    (nothing when the arguments name what to run), then ``pytest_args``."""
+    if names_paths(pytest_args):
         return list(pytest_args)
-    return ["--ignore=%s" % path for path in DEBUG_IGNORED] + list(pytest_args)
+    return ["--ignore=%s" % path for path in left_out(version, core)] + list(pytest_args)
 
 
 def soak_environment(version, core):
@@ -830,7 +892,7 @@ def run_versions(versions, jobs, pytest_args, mounts):
         for core, pure in run_kinds(version):
             runs.append((run_title(interp, pure), "%s %s" % (interp.full_version, core),
                          python, pure, soak_environment(version, core),
-                         debug_run_arguments(version, pytest_args)))
+                         run_arguments(version, core, pytest_args)))
     total = len(runs) + len(failed)
     if jobs <= 1 or len(runs) <= 1:
         done = []
