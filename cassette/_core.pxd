@@ -87,6 +87,7 @@ cdef extern from "_core_src/routing.h":
     void cassette_install_routing(object runtime_type, object acting_codes, void *redirect,
                                   object sample_function, object entries_dropped)
     object cassette_frame_runtime(object frame)
+    object cassette_live_referents(object obj)
     int cassette_route_function(object func, int protocol)
     bint cassette_is_routed(object func)
     object cassette_plain_call(object func, PyObject **args, size_t nargsf, PyObject *kwnames)

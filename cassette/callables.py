@@ -546,7 +546,7 @@ def wrapped_functions(obj):
     if referents:
         # A C object that keeps a function it does not expose
         # (functools.cmp_to_key's): its garbage-collector traversal shows it.
-        for value in _gc_referents(obj):
+        for value in live_referents(obj):
             if type(value) is FunctionType and value not in found:
                 found.append(value)
     return tuple(found)
@@ -574,6 +574,19 @@ def _wrapper_plan(kind):
         _wrapper_plans.clear()
     _wrapper_plans[id(kind)] = plan
     return plan
+
+
+def live_referents(obj):
+    """What the garbage collector's traversal of ``obj`` visits: the C
+    objects and module states routing looks into (only the Cython core
+    routes).  ``gc.get_referents`` hands out whatever a traversal visits,
+    and some visit objects that are not alive (3.12's ``_asyncio`` module
+    state its free list, gh-122695, fixed in 3.12.6): handed out, they are
+    freed a second time, and the free list becomes a cycle its next
+    traversal runs round for ever.  The core replaces this function with
+    ``_core.live_referents``, which leaves out every object whose
+    reference count is 0."""
+    return _gc_referents(obj)
 
 
 _gc_referents = gc.get_referents

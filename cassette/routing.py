@@ -383,7 +383,6 @@ def _route_module_functions(module):
 #: is one level down).
 _STATE_DEPTH = 2
 _CONTAINERS = (tuple, list, dict, set, frozenset)
-_gc_referents = callables._gc_referents
 
 
 def _route_extension_state(module):
@@ -399,7 +398,7 @@ def _route_extension_state(module):
     at each call) is invisible here; :data:`_CALLED_BY_NAME` names those
     known."""
     namespace = getattr(module, "__dict__", None)
-    for held in _gc_referents(module):
+    for held in callables.live_referents(module):
         if held is not namespace:
             _route_held(held, _STATE_DEPTH)
 
@@ -412,7 +411,7 @@ def _route_held(value, depth):
         _route_module_functions(value)
     elif kind in _CONTAINERS:
         if depth:
-            for item in _gc_referents(value):
+            for item in callables.live_referents(value):
                 _route_held(item, depth - 1)
     elif not callables.type_flags(kind) & _TYPE_SUBCLASS:
         for wrapped in callables.wrapped_functions(value):

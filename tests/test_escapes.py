@@ -725,3 +725,36 @@ def test_an_unpickled_module_imported_by_the_unpickler_is_routed(tmp_path):
                           text=True, env={**os.environ, "CASSETTE_NO_DISK_CACHE": "1"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["7", "0"]
+
+
+# -- looking into compiled modules' state frees nothing ------------------------
+
+FREED_FUTURE_ITERATORS = textwrap.dedent("""
+    import asyncio, gc, sys
+    import cassette
+
+    class Noop(cassette.Context):
+        pass
+
+    future = asyncio.new_event_loop().create_future()
+    iterators = [iter(future) for _ in range(4)]
+    del iterators       # into 3.12 _asyncio's free list, which its module state visits
+    gc.collect()
+    for name in ("json", "csv", "fractions"):   # each import makes the next overdub look again
+        cassette.overdub(Noop(), __import__, name)
+    gc.collect()
+    made = [iter(future) for _ in range(6)]
+    print(len({id(iterator) for iterator in made}))
+""")
+
+
+def test_looking_into_a_compiled_modules_state_frees_nothing_twice():
+    # gc.get_referents(_asyncio) hands out the free list's dead iterators
+    # (gh-122695, CPython 3.12.0-3.12.5); dropping them freed them again, the
+    # free list became a cycle, and the next look at the module never ended
+    # (a full test run grew to 24 GB in a plain sympy call).  Six iterators
+    # made after the overdubs are six objects.
+    done = subprocess.run([sys.executable, "-c", FREED_FUTURE_ITERATORS], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["6"]

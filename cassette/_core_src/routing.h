@@ -164,6 +164,32 @@ static PyObject *cassette_running_runtime(void) {
     return cassette_runtime_from(frame);
 }
 
+/* The referents of `obj` its garbage-collector traversal visits that are
+   alive (a new list).  gc.get_referents hands out whatever a traversal
+   visits, and some traversals visit objects that are not alive: 3.12's
+   _asyncio module state visits its free list of future iterators
+   (gh-122695, fixed in 3.12.6).  Handed out, such an object's reference
+   count goes from 0 to 1 and back, it is freed again, and the free list
+   becomes a cycle that the next traversal of the module runs round for
+   ever.  An object with no reference is left out here. */
+static int cassette_visit_live(PyObject *obj, void *list) {
+    if (obj == NULL || Py_REFCNT(obj) < 1) return 0;
+    return PyList_Append((PyObject *)list, obj);
+}
+
+static PyObject *cassette_live_referents(PyObject *obj) {
+    PyObject *list = PyList_New(0);
+    if (list == NULL) return NULL;
+    if (PyObject_IS_GC(obj)) {
+        traverseproc traverse = Py_TYPE(obj)->tp_traverse;
+        if (traverse != NULL && traverse(obj, cassette_visit_live, list) != 0) {
+            Py_DECREF(list);
+            return NULL;
+        }
+    }
+    return list;
+}
+
 /* For Python: the runtime on whose behalf `frame` runs, or None. */
 static PyObject *cassette_frame_runtime(PyObject *frame) {
     Py_INCREF(frame);

@@ -125,6 +125,15 @@ def is_barrier(frame):
     return cassette_is_barrier(frame)
 
 
+def live_referents(obj):
+    """What the garbage collector's traversal of ``obj`` visits, less what
+    is not alive (see ``callables.live_referents``, which this replaces)."""
+    return cassette_live_referents(obj)
+
+
+callables.live_referents = live_referents
+
+
 def frame_runtime(frame):
     """The runtime on whose behalf ``frame`` runs, or None: the runtime its
     code was rewritten for, looking past the library's frames that act for
