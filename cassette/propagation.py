@@ -1278,12 +1278,10 @@ def _set_changing(ctx, primitive, args, kwargs):
     then holds keeps the metadata recorded for that very object, in the
     set's record or in a source's (a list, tuple or set argument); tagged
     values an iterable produced become primal."""
-    tag = ctx.tag
-    if not _involves_a_set(args, tag):
+    called = _untagged_set_call(ctx.tag, primitive, args, kwargs)
+    if called is None:
         return _plain(ctx, primitive, args, kwargs)
-    args = _untag_all(args, tag)
-    kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
-    out = primitive(*args, **kwargs) if kwargs else primitive(*args)
+    out, args = called
     container = args[0] if args else None
     if type(container) is set:
         record_built(ctx, container)
@@ -1295,16 +1293,25 @@ def _set_combining(ctx, primitive, args, kwargs):
     """A set method or operator making a new set from its arguments
     (``|``, ``&``, ``-``, ``^``, ``union`` …): as :func:`_set_changing`,
     for the new set."""
-    tag = ctx.tag
-    if not _involves_a_set(args, tag):
+    called = _untagged_set_call(ctx.tag, primitive, args, kwargs)
+    if called is None:
         return _plain(ctx, primitive, args, kwargs)
-    args = _untag_all(args, tag)
-    kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
-    out = primitive(*args, **kwargs) if kwargs else primitive(*args)
+    out, args = called
     if type(out) is set or type(out) is frozenset:
         out = record_built(ctx, out)
         _match_set(_cache(ctx), out, args)
     return out
+
+
+def _untagged_set_call(tag, primitive, args, kwargs):
+    """``(result, primal arguments)`` of ``primitive`` called with every
+    argument primal, when one of its first two arguments is a set; None
+    (nothing called) otherwise."""
+    if not _involves_a_set(args, tag):
+        return None
+    args = _untag_all(args, tag)
+    kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
+    return (primitive(*args, **kwargs) if kwargs else primitive(*args)), args
 
 
 def _set_changing_iterables(ctx, primitive, args, kwargs):
