@@ -10,9 +10,10 @@ call's result is compared with the plain run's.
 
 How many calls: ``CASSETTE_SOAK_CALLS`` per context (default
 ``DEFAULT_CALLS``, 2 * 10**4).  ``tools/dev.py test`` sets it to 10**5 in
-the runs it names in ``SOAK_FULL_RUNS`` (the debug-interpreter run, which
-checks the reference count too): 10**5 calls of the three contexts take
-minutes, too long for each of the test command's eleven runs.
+the runs it names in ``SOAK_FULL_RUNS`` (3.14's Cython run): 10**5 calls of
+the three contexts take minutes, too long for each of the test command's
+eleven runs (the debug-interpreter run, which also checks the total
+reference count, makes the default count).
 
 What is measured, after a warm-up of a fifth of the calls (the rewrite
 caches, the kept runtimes, the dispatch and tagging caches fill there), ten

@@ -26,15 +26,17 @@ Usage (from anywhere; paths are relative to the repository root)::
     scipy, pandas and pydantic (``NO_DEBUG_WHEELS``: they publish wheels for release
     builds only; the tests needing them skip, saying so).  That run leaves
     out ``DEBUG_IGNORED`` (mypy on the typed API, the tests of this
-    tool, and the oracles replaying third-party code beside other tools
-    or in subprocesses: minutes on a debug build, and made by the release
-    builds).  ``3.15d`` runs the same way when named (``--python 3.15d``).
+    tool, the plugin's sample suites, and the oracles replaying third-party
+    code beside other tools or in subprocesses: minutes on a debug build,
+    and made by the release builds).  ``3.15d`` runs the same way when named (``--python 3.15d``).
     The third-party oracles (``ORACLE_FILES``: CPython's own tests and
-    libraries' workloads and suites, overdubbed) run with the Cython core
-    on every release and with the pure-Python runtime on
-    ``ORACLE_PURE_VERSION`` (3.13); the other pure runs leave them out.
-    Which files a run leaves out is ``left_out(version, core)``; naming
-    test files runs them wherever they are named.  The installs,
+    libraries' workloads and suites, overdubbed; minutes each) run in the
+    runs ``ORACLE_RUNS`` names: the Cython core on 3.11, 3.12 and 3.15, the
+    pure-Python runtime on 3.13, and CPython's own tests in the debug run
+    (3.14); the other runs leave them out (eleven runs of every oracle took
+    an hour on two cores).  Which files a run leaves out is
+    ``left_out(version, core)``; naming test files runs them wherever they
+    are named.  The installs,
     then the runs, go one per core at a time (at most four; ``--jobs N`` sets
     it), each run's output printed whole under its header when it ends (with
     one job, live).
@@ -53,9 +55,10 @@ Usage (from anywhere; paths are relative to the repository root)::
     pytest's exit status 5 ("no tests collected") counts as a successful
     run with 0 passed.
 
-    The soak test (tests/test_soak.py) makes 10**5 calls per context in the
-    ``3.14d`` run (``SOAK_FULL_RUNS``; it reads ``CASSETTE_SOAK_CALLS``),
-    its smaller default count in the others.
+    The soak test (tests/test_soak.py) makes 10**5 calls per context in
+    3.14's Cython run (``SOAK_FULL_RUNS``; it reads ``CASSETTE_SOAK_CALLS``),
+    its smaller default count in the others (in the debug run, checking the
+    total reference count as well).
 
     Options (everything else, and everything after ``--``, goes to pytest;
     paths under tests/ among them replace the whole of tests/)::
@@ -136,25 +139,29 @@ DEFAULT_VERSIONS = SUPPORTED + DEFAULT_DEBUG
 # debug venv goes without them, and the tests needing them skip, saying so.
 NO_DEBUG_WHEELS = ("numpy", "scipy", "pandas", "pydantic")
 # The soak test's calls per context (tests/test_soak.py) in the runs named
-# here; every other run makes the test's smaller default count.
-SOAK_FULL_RUNS = {("3.14d", "cython")}
+# here; every other run makes the test's smaller default count (the debug
+# run among them, where the test also checks the total reference count).
+SOAK_FULL_RUNS = {("3.14", "cython")}
 SOAK_FULL_CALLS = "100000"
 # The third-party oracles: CPython's and libraries' own code replayed
 # plainly and overdubbed, in process or in subprocesses (minutes each).
-# Every Cython-core run makes them; of the pure-Python runtime's runs, the
-# one on ORACLE_PURE_VERSION does (the runtimes share every decision of the
-# version layer, which the Cython runs check on each release).
+# The runs of ORACLE_RUNS make them: the Cython core on 3.11, 3.12 and 3.15,
+# the pure-Python runtime on 3.13 (the runtimes share every decision of the
+# version layer), and the debug run CPython's own tests with the core on
+# 3.14 (3.15's layer is 3.14's, with its own changes).  Every run makes the
+# rest of the suite.
 ORACLE_FILES = ("tests/test_beside_other_tools.py", "tests/test_cpython_oracle.py",
                 "tests/test_library_suites.py", "tests/test_real_libraries.py")
-ORACLE_PURE_VERSION = "3.13"
+ORACLE_RUNS = {("3.11", "cython"), ("3.12", "cython"), ("3.15", "cython"), ("3.13", "pure")}
 # What a debug build's run leaves out: tests that do not run the core in
 # their process and cost minutes there (mypy checking the typed API, pure
-# Python on a debug build; the developer tool itself), and the oracles that
-# replay third-party code in subprocesses or need numpy, scipy and pandas
-# (which it lacks); CPython's own tests it makes.
+# Python on a debug build; the developer tool itself; the pytest plugin's
+# sample suites, each a pytest of its own), and the oracles that replay
+# third-party code in subprocesses or need numpy, scipy and pandas (which
+# it lacks); CPython's own tests it makes.
 DEBUG_IGNORED = ("tests/test_typing.py", "tests/test_dev_tool.py",
-                 "tests/test_beside_other_tools.py", "tests/test_library_suites.py",
-                 "tests/test_real_libraries.py")
+                 "tests/test_pytest_plugin.py", "tests/test_beside_other_tools.py",
+                 "tests/test_library_suites.py", "tests/test_real_libraries.py")
 # A run still going after this long is stuck: it is stopped (with whatever
 # it started) and fails, its output printed as far as it got.  pytest's
 # faulthandler_timeout (pyproject.toml) has dumped the stuck test's stack.
@@ -822,7 +829,7 @@ def left_out(version, core):
     ``core`` ("cython" or "pure") leaves out."""
     if version in DEBUG_PYTHONS:
         return DEBUG_IGNORED
-    if core == "pure" and version != ORACLE_PURE_VERSION:
+    if (version, core) not in ORACLE_RUNS:
         return ORACLE_FILES
     return ()
 
