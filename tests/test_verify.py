@@ -251,6 +251,19 @@ def test_a_local_stored_before_it_is_read_is_accepted_and_runs():
     assert types.FunctionType(bytecode.to_code(), globals())(0) == 42
 
 
+@pytest.mark.skipif(sys.version_info < (3, 13), reason="truth tests take any value before 3.13")
+def test_a_truth_test_of_a_constant_bool_is_accepted_and_runs():
+    falses = [lambda: Instr("LOAD_CONST", False)]
+    if sys.version_info >= (3, 15):
+        from bytecode.instr import CommonConstant
+        falses.append(lambda: Instr("LOAD_COMMON_CONSTANT", CommonConstant.CONSTANT_FALSE))
+    for false in falses:
+        bytecode = editable(branching)
+        replacing("TO_BOOL", lambda: [Instr("POP_TOP"), false()])(bytecode)
+        verify.check(bytecode, branching.__code__)
+        assert types.FunctionType(bytecode.to_code(), globals())(True) == 2
+
+
 def test_only_bytecode_objects_are_checked():
     with pytest.raises(verify.InvalidBytecode, match="expected a bytecode.Bytecode, got list"):
         verify.check([Instr("RETURN_VALUE")], simple.__code__)

@@ -122,7 +122,8 @@ class Layer315(Layer314):
         return ("obj",) if "GET_AITER" in prologue else ()
 
     def _verify_version_signature(self, name, arg, jump):
-        if name == "LOAD_COMMON_CONSTANT" and type(arg) is int and arg in _COMMON_VALUES:
+        if name == "LOAD_COMMON_CONSTANT" and arg in _COMMON_VALUES:
+            # (arg: the bytecode package's CommonConstant, an int enum.)
             return " -> bool" if type(_COMMON_VALUES[arg]) is bool else " -> obj"
         if name == "GET_ITER":
             # The index slot is NULL or a virtual iterator's index: never a
