@@ -10,8 +10,9 @@ The contract
 ------------
 A code object assembled from bytecode that passes :func:`check` cannot crash
 a release build of CPython 3.11–3.15, nor make a debug build's assertions
-fail on a truth test, through its stack discipline, its use of the frame, or
-the types of the values it hands to instructions that trust them.  What is checked:
+fail on a truth test, through its stack discipline, its use of the frame,
+or the types of the values it hands to instructions that trust them.  What
+is checked:
 
 * **Elements.**  Only ``Instr``, ``Label``, ``SetLineno``, ``TryBegin`` and
   ``TryEnd``; each label at most once; instructions a pass may not emit
@@ -53,9 +54,9 @@ the types of the values it hands to instructions that trust them.  What is check
   length when known), a tuple of cells, iterator (from ``GET_ITER`` or kept
   by ``FOR_ITER``), exception instance, a handler's ``lasti``, code object,
   function (with or without its closure set yet), str, cell, bool, a
-  comparison's result.  Instructions
-  that trust a kind get only values that have it on every path: a list for
-  ``LIST_APPEND``/``LIST_EXTEND`` and ``LIST_TO_TUPLE``, a set for
+  comparison's result.  Instructions that trust a kind get only values
+  that have it on every path: a list for ``LIST_APPEND``/``LIST_EXTEND``
+  and ``LIST_TO_TUPLE``, a set for
   ``SET_ADD``/``SET_UPDATE``, a dict for ``MAP_ADD``/``DICT_UPDATE``/
   ``DICT_MERGE`` and ``CALL_FUNCTION_EX``'s keyword arguments (3.12+), an
   iterator for ``FOR_ITER``, an exception for ``RERAISE``, ``PUSH_EXC_INFO``,

@@ -10,7 +10,8 @@ It installs the tools, all at once — a ``sys.monitoring`` tool counting
 ``PY_START`` and ``LINE`` events (and disabling ``LINE`` where it fired, as coverage.py
 does), a ``sys.settrace`` function tracing the lines of each code
 object's first frame, a
-``sys.setprofile`` function — then runs the CPython oracle's modules and the
+``sys.setprofile`` function — then runs the CPython oracle's modules (less
+``test_heapq``: see :data:`MODULES`) and the
 real-library workloads overdubbed by a context that defines nothing — and
 with the Cython core, the CPython modules once more under the oracle's
 touching context, whose catch-all prehook runs on every operation (the

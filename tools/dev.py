@@ -28,8 +28,8 @@ Usage (from anywhere; paths are relative to the repository root)::
     out ``DEBUG_IGNORED`` (mypy on the typed API, the tests of this
     tool, the plugin's sample suites, and the oracles replaying third-party
     code beside other tools or in subprocesses: minutes on a debug build,
-    and made by the release builds).  ``3.15d`` runs the same way when named (``--python 3.15d``).
-    The third-party oracles (``ORACLE_FILES``: CPython's own tests and
+    and made by the release builds).  ``3.15d`` runs the same way when
+    named (``--python 3.15d``).  The third-party oracles (``ORACLE_FILES``: CPython's own tests and
     libraries' workloads and suites, overdubbed; minutes each) run in the
     runs ``ORACLE_RUNS`` names: the Cython core on 3.11, 3.12 and 3.15, the
     pure-Python runtime on 3.13, and CPython's own tests in the debug run
@@ -160,8 +160,8 @@ ORACLE_RUNS = {("3.11", "cython"), ("3.12", "cython"), ("3.15", "cython"), ("3.1
 # third-party code in subprocesses or need numpy, scipy and pandas (which
 # it lacks); CPython's own tests it makes.
 DEBUG_IGNORED = ("tests/test_typing.py", "tests/test_dev_tool.py",
-                 "tests/test_pytest_plugin.py", "tests/test_beside_other_tools.py",
-                 "tests/test_library_suites.py", "tests/test_real_libraries.py")
+                 "tests/test_pytest_plugin.py") + tuple(
+    path for path in ORACLE_FILES if path != "tests/test_cpython_oracle.py")
 # A run still going after this long is stuck: it is stopped (with whatever
 # it started) and fails, its output printed as far as it got.  pytest's
 # faulthandler_timeout (pyproject.toml) has dumped the stuck test's stack.
