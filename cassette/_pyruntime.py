@@ -40,6 +40,7 @@ _generation = dispatch.generation
 _EMPTY = dispatch.Plan.empty
 
 CACHE_MAX = engine.RESOLUTION_CACHE_MAX
+GIVEN_ITERATORS_KEPT = engine.GIVEN_ITERATORS_KEPT
 
 # In Runtime._recipes: one function of the code was seen; no recipe (when
 # the partials' recipe does not apply).
@@ -84,6 +85,9 @@ class Runtime:
         # list of iterators each), until the loop asks (``loop_ended``):
         # almost always empty.
         self._marker_values = {}
+        # The iterators give_iterator made for generator expressions not
+        # yet started, as (thread, id) (take_iterator): almost always empty.
+        self._given_iterators = []
         self._reset()
 
     def _reset(self):
@@ -415,6 +419,44 @@ class Runtime:
             if value is EXHAUSTED:
                 self._marker_values.setdefault(_get_ident(), []).append(iterator)
             return value
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
+
+    @callables.acts_for_program
+    def give_iterator(self, iterable):
+        """``iter(iterable)`` for the generator expression about to be
+        called with it (where the layer's generator expressions make their
+        own iterator), noted in this thread for :meth:`take_iterator`."""
+        try:
+            iterator = self.slot("iter")(iterable)
+        except BaseException as exception:
+            _drop_library_entries(exception)
+            raise
+        # By id: a call abandoned before its prologue (an ``execute`` that
+        # does not make it) must not keep the iterator alive.
+        noted = self._given_iterators
+        if len(noted) >= GIVEN_ITERATORS_KEPT:
+            del noted[0]
+        noted.append((_get_ident(), id(iterator)))
+        return iterator
+
+    @callables.acts_for_program
+    def take_iterator(self, value):
+        """A generator expression's prologue: ``value`` itself when
+        :meth:`give_iterator` made it in this thread, else ``iter(value)``
+        as the plain prologue makes it (code called from ``gi_code``)."""
+        noted = self._given_iterators
+        if noted:
+            step = (_get_ident(), id(value))
+            if step in noted:
+                try:
+                    noted.remove(step)
+                except ValueError:      # another thread's give_iterator dropped it
+                    pass
+                return value
+        try:
+            return self.slot("iter")(value)
         except BaseException as exception:
             _drop_library_entries(exception)
             raise

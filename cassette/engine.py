@@ -41,6 +41,12 @@ _EMPTY = dispatch.Plan.empty
 #: classes can be made at run time.  Both runtimes use it.
 RESOLUTION_CACHE_MAX = 4096
 
+#: Most iterators a thread has noted for generator expressions not yet
+#: started (``give_iterator``, 3.15): a call abandoned before its prologue
+#: (an ``execute`` that does not make it) leaves its note, so the oldest
+#: goes when the thread has this many.  Both runtimes use it.
+GIVEN_ITERATORS_KEPT = 16
+
 _OPTIONAL_ROWS = (
     Intercept.ARITHMETIC, Intercept.COMPARISONS, Intercept.SUBSCRIPTS,
     Intercept.ATTRIBUTES, Intercept.ITERATION,

@@ -129,6 +129,7 @@ SPECIAL_METHODS.update({
 STRUCTURAL_SLOTS = {
     "resolve": "resolve", "split": "split",
     "for": "next_step", "for_ended": "loop_ended",
+    "iter_given": "give_iterator", "iter_taken": "take_iterator",
     "with": "enter", "with_entry": "entry_of", "async_with": "async_enter",
     "caught": "caught", "nooverdub": "nooverdub", "annotations": "route_annotate",
     "initialized": "initialized",

@@ -378,6 +378,7 @@ def _emit_site(site, instr, tags, out, tagging=False):
         out += LAYER.enter_with(Slot(kind), loc)
         return True
     if kind == "iter" and site.detail == GIVEN_ITERATOR:
+        out += call(Slot("iter_taken"), 1, loc)
         out += LAYER.iterator_made(loc)
         return True
     if kind in ("getattr", "setattr", "delattr"):
@@ -488,7 +489,11 @@ def _generator_expression_calls(elements, sites):
     (3.15: the function's first instruction makes the iterator), the ids of
     those calls: the caller makes the iterator first, through the ``iter``
     slot, so hooks see ``iter(xs)`` and then the call of the function with
-    the iterator, as on the releases where the caller calls ``iter``."""
+    the iterator, as on the releases where the caller calls ``iter``
+    (``iter_given``).  The function's prologue (``iter_taken``) keeps an
+    iterator so given and makes one of any other value, as its plain
+    prologue does: code taken from ``gi_code`` and called with an iterable
+    runs as it would plainly."""
     producers = None
     position = None
     found = set()
@@ -556,7 +561,7 @@ def rewrite_bytecode(bytecode, kinds):
             continue
         start = len(out)
         if id(element) in iterating_calls:
-            out += LAYER.call_constant(Slot("iter"), 1, element.location)
+            out += LAYER.call_constant(Slot("iter_given"), 1, element.location)
         replaced = _emit_site(site, element, tags[index], out, tagging)
         if not replaced:
             out.extend(elements[index: index + site.span])

@@ -328,6 +328,64 @@ def test_a_generator_expression_calls_iter_once_on_every_release():
     assert order == ["iter", "<genexpr>", "iter", "<genexpr>"]
 
 
+@needs_315
+def test_a_generator_expression_from_its_code_makes_its_iterator_as_plainly():
+    # 3.15's generator expression makes its iterator in its prologue, so
+    # its code (gi_code) can be called with an iterable (test_generators'
+    # test_new_gen_from_gi_code).  Overdubbed, its caller makes the
+    # iterator; called from gi_code, the prologue makes it, as plainly.
+    import types
+
+    def program():
+        generator = (x for x in range(10))
+        again = types.FunctionType(generator.gi_code, {})(range(3))
+        return list(again), next(generator)
+
+    calls = Calls(metadata=[])
+    assert cassette.overdub(calls, program) == program() == ([0, 1, 2], 0)
+    order = [(getattr(f, "__name__", None), type(args[0]).__name__) for f, args in calls.metadata
+             if getattr(f, "__name__", None) in ("iter", "<genexpr>")]
+    assert order == [("iter", "range"), ("<genexpr>", "range_iterator"),
+                     ("<genexpr>", "range"), ("iter", "range")]
+
+
+def test_a_generator_expression_never_called_leaves_its_iterator_free():
+    # The iterator the caller makes for a generator expression (3.15) is
+    # noted for its prologue; a call that never starts, an ``execute``
+    # that answers for the function, must not keep it alive.
+    import gc
+    import weakref
+
+    class Numbers:
+        def __init__(self):
+            self.left = 3
+
+        def __iter__(self):
+            return self
+
+        def __next__(self):
+            if not self.left:
+                raise StopIteration
+            self.left -= 1
+            return self.left
+
+    class Answering(cassette.Context):
+        def execute(self, f, *args, **kwargs):
+            if getattr(f, "__name__", None) == "<genexpr>":
+                return "answered"
+            return f(*args, **kwargs)
+
+    def program(numbers):
+        return (n for n in numbers)
+
+    numbers = Numbers()
+    alive = weakref.ref(numbers)
+    assert cassette.overdub(Answering(), program, numbers) == "answered"
+    del numbers
+    gc.collect()
+    assert alive() is None
+
+
 def test_a_generator_expression_with_inner_async_loops_gets_its_iterator():
     # An ``async for`` inside makes a generator expression an asynchronous
     # generator even when its outermost loop is a plain ``for`` (3.15's

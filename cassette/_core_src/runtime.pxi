@@ -85,6 +85,7 @@ cdef Py_ssize_t _generation = -1
 
 
 cdef Py_ssize_t CACHE_MAX = engine.RESOLUTION_CACHE_MAX
+cdef Py_ssize_t GIVEN_ITERATORS_KEPT = engine.GIVEN_ITERATORS_KEPT
 
 #: How many records of lists and tuples a runtime remembers (see
 #: ``Runtime._record_of``), and how many addresses of functions it resolved
@@ -632,11 +633,15 @@ cdef class Runtime:
     # The steps whose iterator yielded EXHAUSTED itself, as (thread,
     # iterator), until the loop asks (``loop_ended``): almost always empty.
     cdef list _marker_values
+    # The iterators give_iterator made for generator expressions not yet
+    # started, as (thread, id) (take_iterator): almost always empty.
+    cdef list _given_iterators
 
     def __init__(self, ctx, parent=None):
         self.ctx = ctx
         self.parent = parent
         self._marker_values = []
+        self._given_iterators = []
         if parent is not None:
             (<Runtime>parent)._children += 1
             Py_INCREF(parent)
@@ -1245,6 +1250,32 @@ cdef class Runtime:
         if self._marker_values:
             self._forget_marker_values(iterator)
         return _EXHAUSTED
+
+    def give_iterator(self, iterable):
+        """``iter(iterable)`` for the generator expression about to be
+        called with it (3.15), noted in this thread for ``take_iterator``."""
+        iterator = self.slot("iter")(iterable)
+        # By id: a call abandoned before its prologue (an ``execute`` that
+        # does not make it) must not keep the iterator alive.
+        if len(self._given_iterators) >= GIVEN_ITERATORS_KEPT:
+            del self._given_iterators[0]
+        self._given_iterators.append((PyThread_get_thread_ident(), id(iterator)))
+        return iterator
+
+    def take_iterator(self, value):
+        """A generator expression's prologue: ``value`` itself when
+        ``give_iterator`` made it in this thread, else ``iter(value)`` as
+        the plain prologue makes it (code called from ``gi_code``)."""
+        cdef list noted = self._given_iterators
+        if noted:
+            step = (PyThread_get_thread_ident(), id(value))
+            if step in noted:
+                try:
+                    noted.remove(step)
+                except ValueError:      # another thread's give_iterator dropped it
+                    pass
+                return value
+        return self.slot("iter")(value)
 
     def loop_ended(self, iterator):
         """After ``next_step`` returned EXHAUSTED for ``iterator`` in this

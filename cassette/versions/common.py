@@ -116,8 +116,9 @@ def below_null_resolution(layout, tags):
 
 #: The detail of an ``iter`` site whose iterator the caller made already
 #: (a generator expression's own, where
-#: :attr:`Layer.generator_expressions_take_iterable`): the site keeps the
-#: value and completes the stack ``GET_ITER`` leaves.
+#: :attr:`Layer.generator_expressions_take_iterable`): the site keeps an
+#: iterator its caller made, makes one of any other value (code called
+#: from ``gi_code``), and completes the stack ``GET_ITER`` leaves.
 GIVEN_ITERATOR = "given"
 
 
