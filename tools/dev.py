@@ -166,6 +166,8 @@ DEBUG_IGNORED = ("tests/test_typing.py", "tests/test_dev_tool.py",
 # it started) and fails, its output printed as far as it got.  pytest's
 # faulthandler_timeout (pyproject.toml) has dumped the stuck test's stack.
 RUN_TIMEOUT = 40 * 60
+# How long an interrupted run has to write its report before it is killed.
+INTERRUPT_GRACE = 30
 BENCH_VERSION = "3.12"
 # Files whose change requires reinstalling (and so rebuilding) the project.
 BUILD_INPUTS = ("pyproject.toml", "setup.py")
@@ -222,7 +224,7 @@ def run(cmd, timeout=None, **kwargs):
     """Run a command with inherited stdio; return its exit status, or None
     when it was still going after ``timeout`` seconds: it is then
     interrupted (SIGINT: pytest reports what it got to), and killed with
-    whatever it started if it has not ended half a minute later."""
+    whatever it started if it has not ended INTERRUPT_GRACE seconds later."""
     sys.stdout.flush()
     sys.stderr.flush()
     cmd = [str(c) for c in cmd]
@@ -235,7 +237,7 @@ def run(cmd, timeout=None, **kwargs):
         except subprocess.TimeoutExpired:
             process.send_signal(signal.SIGINT)
             try:
-                process.wait(30)
+                process.wait(INTERRUPT_GRACE)
             except subprocess.TimeoutExpired:
                 pass
             return None
@@ -850,6 +852,27 @@ def soak_environment(version, core):
     return {}
 
 
+# Roughly how long runs take on a 2-core machine, in minutes: a debug
+# build's; what the oracles add; the rest of the suite in each runtime;
+# what the full soak adds.  Only their order matters (run_in_parallel).
+EXPECTED_MINUTES = {"debug": 20, "oracles": 9, "cython": 5, "pure": 5, "soak": 2}
+
+
+def expected_length(version, core, pytest_args):
+    """Roughly how long the run of ``version`` with ``core`` takes
+    (EXPECTED_MINUTES), for making the longest first."""
+    if names_paths(pytest_args):
+        return 1
+    if version in DEBUG_PYTHONS:
+        return EXPECTED_MINUTES["debug"]
+    minutes = EXPECTED_MINUTES[core]
+    if (version, core) in ORACLE_RUNS:
+        minutes += EXPECTED_MINUTES["oracles"]
+    if (version, core) in SOAK_FULL_RUNS:
+        minutes += EXPECTED_MINUTES["soak"]
+    return minutes
+
+
 def run_title(interp, pure):
     return "Python %s%s, %s core%s   (.venv/%s)" % (
         interp.full_version, " (Py_DEBUG)" if interp.debug else "",
@@ -862,7 +885,8 @@ def run_versions(versions, jobs, pytest_args, mounts):
     a debug build), mounting what the Debian interpreters need on
     ``mounts`` once they exist, ``jobs`` at a time; the RunResults, in the
     order of the versions."""
-    runs = []           # (title, label, python, pure, environment, pytest args) of each run
+    runs = []           # (title, label, python, pure, environment, pytest args,
+                        #  expected length) of each run
     failed = {}         # index in the table -> RunResult of a version that could not run
     found = []          # (version, interpreter, error): discovery goes one at a time,
     debian_mounted = False      # since the first Debian one may build the root
@@ -899,11 +923,12 @@ def run_versions(versions, jobs, pytest_args, mounts):
         for core, pure in run_kinds(version):
             runs.append((run_title(interp, pure), "%s %s" % (interp.full_version, core),
                          python, pure, soak_environment(version, core),
-                         run_arguments(version, core, pytest_args)))
+                         run_arguments(version, core, pytest_args),
+                         expected_length(version, core, pytest_args)))
     total = len(runs) + len(failed)
     if jobs <= 1 or len(runs) <= 1:
         done = []
-        for number, (title, label, python, pure, environment, args) in enumerate(runs, 1):
+        for number, (title, label, python, pure, environment, args, _) in enumerate(runs, 1):
             banner("[%d/%d] %s" % (number, total, title))
             done.append(run_pytest(python, label, args, pure, environment=environment))
     else:
@@ -921,7 +946,7 @@ def run_in_parallel(runs, jobs, total):
     say("dev.py: %d runs, %d at a time; each run's output follows when it ends"
         % (len(runs), jobs))
 
-    def one(number, title, label, python, pure, environment, pytest_args):
+    def one(number, title, label, python, pure, environment, pytest_args, _):
         with tempfile.TemporaryFile(mode="w+") as output:
             result = run_pytest(python, label, pytest_args, pure, output, environment)
             output.seek(0)
@@ -932,11 +957,8 @@ def run_in_parallel(runs, jobs, total):
             say()
         return result
 
-    # The longest first (a debug build's, then the pure-Python runtime's,
-    # which take half as long again as the Cython core's), so that no long
-    # run is left alone at the end.
-    order = sorted(range(len(runs)), key=lambda i: (
-        not runs[i][1].split()[0].endswith("d"), not runs[i][3]))
+    # The longest first, so that no long run is left alone at the end.
+    order = sorted(range(len(runs)), key=lambda i: -runs[i][6])
     with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {i: pool.submit(one, i + 1, *runs[i]) for i in order}
         return [futures[i].result() for i in range(len(runs))]
