@@ -71,6 +71,7 @@ cassette_install_runtime_slots(<void *>_resolve_entry, <void *>_method_site_entr
 assert type(callables.lookup_on_type) is FunctionType
 cassette_install_routing(Runtime, _ACTING_CODES, <void *>_redirect, callables.lookup_on_type,
                          callables.library_entries_dropped)
+callables.register_runtime_class(Runtime)
 
 
 cassette_install_argument_routing(routing.route_argument, functools.partial,

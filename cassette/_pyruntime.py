@@ -67,6 +67,7 @@ class FunctionEntry:
                 and f.__qualname__ is self.qualname)
 
 
+@callables.register_runtime_class
 class Runtime:
     """Routes the operations of code rewritten for one context."""
 

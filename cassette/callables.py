@@ -416,6 +416,33 @@ def is_frame_sensitive(callee):
     return is_one_of(callee, FRAME_SENSITIVE)
 
 
+#: The classes of runtimes (the core's and the pure-Python one register
+#: theirs at import): code rewritten for a runtime holds it as its last
+#: constant.
+_runtime_classes = ()
+
+
+def register_runtime_class(cls):
+    """Note ``cls`` as a runtime class (see :func:`runs_rewritten_code`)."""
+    global _runtime_classes
+    if cls not in _runtime_classes:
+        _runtime_classes += (cls,)
+    return cls
+
+
+def runs_rewritten_code(f):
+    """Whether ``f`` is a Python function whose code is code rewritten for
+    a runtime: one of cassette's bodies, which a program can reach (through
+    ``gc.get_objects()``, a traceback's frames) and call.  It runs
+    overdubbed already, by its runtime: rewriting it again would route
+    cassette's own slots as the program's operations, and routing it would
+    rewrite it on its next call from C (so again on every round)."""
+    if type(f) is not FunctionType:
+        return False
+    consts = f.__code__.co_consts
+    return bool(consts) and type(consts[-1]) in _runtime_classes
+
+
 def register_nested_entry(f):
     """Mark ``f`` (``cassette.overdub``) as the entry point whose body is a
     nested overdub."""

@@ -261,7 +261,8 @@ class Decision:
 def decide(ctx_type, f):
     """The :class:`Decision` for calling ``f`` under a context of ``ctx_type``."""
     callee, bound = callables.split_bound(f)
-    if callables.is_frame_sensitive(callee):
+    if callables.is_frame_sensitive(callee) or callables.runs_rewritten_code(callee):
+        # Runs as called: reading its caller's frame, or overdubbed already.
         return Decision(callee, bound, None, None)
     if type(callee) is _FunctionType and LAYER.is_inlined_scope(callee.__code__):
         return Decision(callee, bound, _EMPTY, callables.FUNCTION)

@@ -261,6 +261,10 @@ static PyObject *cassette_trampoline(PyObject *func, PyObject *const *args,
 static int cassette_route_function(PyObject *func, int protocol) {
     if (Py_TYPE(func) != &PyFunction_Type) return 0;
     PyFunctionObject *f = (PyFunctionObject *)func;
+    /* One of cassette's bodies (a program can reach them): it runs
+       overdubbed already; redirected, its next call from C would rewrite
+       the rewritten code (callables.runs_rewritten_code). */
+    if (cassette_code_runtime((PyCodeObject *)f->func_code) != NULL) return 0;
     vectorcallfunc entry = cassette_function_entry(func);
     int routed = entry == cassette_trampoline;
     if (!routed && (entry == NULL || entry != cassette_function_vectorcall))
@@ -381,6 +385,8 @@ static int cassette_route_one(PyObject *arg) {
         if (cassette_function_entry(arg) != cassette_function_vectorcall)
             return 0;
         PyObject *code = ((PyFunctionObject *)arg)->func_code;
+        if (cassette_code_runtime((PyCodeObject *)code) != NULL)
+            return 0;       /* a body: see cassette_route_function */
         routed_code = cassette_routed_code_slot(code);
         if (*routed_code == code && !cassette_function_has_annotate(arg)) {
             cassette_set_function_entry(arg, cassette_trampoline);
