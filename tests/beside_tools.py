@@ -10,8 +10,7 @@ It installs the tools, all at once — a ``sys.monitoring`` tool counting
 ``PY_START`` and ``LINE`` events (and disabling ``LINE`` where it fired, as coverage.py
 does), a ``sys.settrace`` function tracing the lines of each code
 object's first frame, a
-``sys.setprofile`` function — then runs the CPython oracle's modules (less
-``test_heapq``: see :data:`MODULES`) and the
+``sys.setprofile`` function — then runs the CPython oracle's modules and the
 real-library workloads overdubbed by a context that defines nothing — and
 with the Cython core, the CPython modules once more under the oracle's
 touching context, whose catch-all prehook runs on every operation (the
@@ -33,11 +32,8 @@ from cassette.entry import IMPLEMENTATION  # noqa: E402
 
 EVENTS = {"count": 0}
 
-#: The CPython oracle's modules replayed beside the tools: all but
-#: test_heapq, whose cost is volume (random heaps of thousands of items,
-#: a third of the oracle's time), not code a tool treats differently; the
-#: oracle itself runs it.
-MODULES = tuple(name for name in oracle.MODULES if name != "test.test_heapq")
+#: The CPython oracle's modules replayed beside the tools.
+MODULES = oracle.MODULES
 
 
 def _count(*args):

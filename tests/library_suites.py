@@ -24,7 +24,8 @@ From the command line (the on-demand runs; not part of the test command)::
 
     python tests/library_suites.py                 # the default subsets
     python tests/library_suites.py --full          # the longer subsets
-    python tests/library_suites.py --nine          # issue 35's nine libraries
+    python tests/library_suites.py --nine          # issue 35's nine libraries, and
+                                                   # a third context (NINE_CONTEXTS)
     python tests/library_suites.py --escapes -v toolz networkx
 
 prints, per library and context, the tests run, passed plainly, lost, the
@@ -111,6 +112,13 @@ NINE = ("networkx", "sympy", "toolz", "simplejson", "more-itertools", "attrs", "
 
 #: The built-in contexts of the plugin the oracle runs under.
 CONTEXTS = ("noop", "count")
+
+#: The contexts of issue 35's nine-library run: those, and one with a single
+#: ``execute`` override (``tests/suite_contexts/one_override.py``).
+NINE_CONTEXTS = CONTEXTS + ("one_override:OneOverride",)
+
+#: Where the contexts named ``MODULE:NAME`` above are importable from.
+SUITE_CONTEXTS = Path(__file__).resolve().parent / "suite_contexts"
 
 #: Tests that pass plainly and not overdubbed, and why that is a true limit
 #: of overdubbing rather than a bug: ``{(library, test id): reason}``.  A
@@ -200,9 +208,15 @@ def run_pytest(targets, *, context=None, escapes=False, cwd, label, pyargs=True,
             ini.write_text("[pytest]\n")
         command += ["-c", str(ini), "--rootdir", str(cwd), "--pyargs"]
     command += [*options, *targets]
+    environment = None
+    if context is not None and ":" in context:
+        environment = dict(os.environ)
+        environment["PYTHONPATH"] = os.pathsep.join(
+            [str(SUITE_CONTEXTS)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                          env=environment)
     seconds = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -317,7 +331,7 @@ def check_library(name, *, full=False, escapes=False, verbose=False, contexts=CO
             wrong = unexplained(name, lost)
             bad += len(wrong)
             extra = "" if dubbed.escapes is None else f", {dubbed.escapes} escapes"
-            out(f"{'':16} {context:6} {len(lost):4} lost ({len(wrong)} unexplained), "
+            out(f"{'':16} {context.split(':')[-1]:11} {len(lost):4} lost ({len(wrong)} unexplained), "
                 f"{dubbed.overdubbed} overdubbed{extra} "
                 f"({dubbed.seconds:6.1f}s, cpu {dubbed.cpu_seconds:6.1f}s, "
                 f"x{dubbed.cpu_seconds / max(plain.cpu_seconds, 1e-9):.1f})")
@@ -344,7 +358,9 @@ def main(argv=None) -> int:
     parser.add_argument("--install", action="store_true",
                         help="first pip-install the nine libraries and their tests' needs")
     parser.add_argument("--escapes", action="store_true", help="count escapes too")
-    parser.add_argument("--context", action="append", help="contexts (default: noop, count)")
+    parser.add_argument("--context", action="append", help="contexts: built-in names or "
+                        "MODULE:NAME (default: noop, count; with --nine also "
+                        "one_override:OneOverride)")
     parser.add_argument("-v", "--verbose", action="store_true", help="failures' first lines")
     args = parser.parse_args(argv)
     if args.install:
@@ -355,7 +371,9 @@ def main(argv=None) -> int:
     bad = 0
     for name in names:
         bad += check_library(name, full=args.full or args.nine, escapes=args.escapes,
-                             verbose=args.verbose, contexts=tuple(args.context or CONTEXTS),
+                             verbose=args.verbose,
+                             contexts=tuple(args.context
+                                            or (NINE_CONTEXTS if args.nine else CONTEXTS)),
                              out=lambda text: print(text, flush=True))
     print(f"{bad} unexplained lost test(s)")
     return 1 if bad else 0

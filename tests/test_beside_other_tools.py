@@ -22,8 +22,9 @@ SCRIPT = os.path.join(HERE, "beside_tools.py")
 #: code instead), both at once, as a debugger beside a coverage tool would
 #: be.  (One interpreter for both: each run replays the whole oracle, and ten
 #: test runs share CI's half hour.)  A profiler is beside every overdubbed
-#: run of the real-library oracle and of the CPython oracle's nothing
-#: context already: ``count_escapes`` is a ``sys.setprofile`` function.
+#: run of the real-library oracle and (with the Cython core) of the CPython
+#: oracle's nothing context already: ``count_escapes`` is a
+#: ``sys.setprofile`` function.
 TOOL_SETS = [["settrace", "monitoring"] if hasattr(sys, "monitoring") else ["settrace"]]
 
 

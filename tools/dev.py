@@ -26,15 +26,18 @@ Usage (from anywhere; paths are relative to the repository root)::
     scipy, pandas and pydantic (``NO_DEBUG_WHEELS``: they publish wheels for release
     builds only; the tests needing them skip, saying so).  That run leaves
     out ``DEBUG_IGNORED`` (mypy on the typed API, the tests of this
-    tool, the plugin's sample suites, and the oracles replaying third-party
-    code beside other tools or in subprocesses: minutes on a debug build,
-    and made by the release builds).  ``3.15d`` runs the same way when
+    tool, the plugin's sample suites, the command line's programs and
+    flame graphs, the version layer's reading of instructions, and the
+    oracles replaying third-party code beside other tools or in
+    subprocesses: minutes on a debug build, and made by the release
+    builds).  ``3.15d`` runs the same way when
     named (``--python 3.15d``).  The third-party oracles (``ORACLE_FILES``: CPython's own tests and
     libraries' workloads and suites, overdubbed; minutes each) run in the
-    runs ``ORACLE_RUNS`` names: the Cython core on 3.11, 3.12 and 3.15, the
-    pure-Python runtime on 3.13, and CPython's own tests in the debug run
-    (3.14); the other runs leave them out (eleven runs of every oracle took
-    an hour on two cores).  Which files a run leaves out is
+    runs ``ORACLE_RUNS`` names: all of them with the Cython core on 3.11 and
+    3.15; CPython's own tests on every release (the core on 3.12, the debug
+    run on 3.14); those and the libraries' suites with the pure-Python
+    runtime on 3.13; the other runs leave them out (eleven runs of every
+    oracle took an hour on two cores).  Which files a run leaves out is
     ``left_out(version, core)``; naming test files runs them wherever they
     are named.  The installs,
     then the runs, go one per core at a time (at most four; ``--jobs N`` sets
@@ -145,23 +148,38 @@ SOAK_FULL_RUNS = {("3.14", "cython")}
 SOAK_FULL_CALLS = "100000"
 # The third-party oracles: CPython's and libraries' own code replayed
 # plainly and overdubbed, in process or in subprocesses (minutes each).
-# The runs of ORACLE_RUNS make them: the Cython core on 3.11, 3.12 and 3.15,
-# the pure-Python runtime on 3.13 (the runtimes share every decision of the
-# version layer), and the debug run CPython's own tests with the core on
-# 3.14 (3.15's layer is 3.14's, with its own changes).  Every run makes the
-# rest of the suite.
+# ORACLE_RUNS says which run makes which: all four in the Cython core's
+# runs on 3.11 and 3.15 (3.15's layer is 3.14's with its own changes);
+# CPython's own tests (the language, the version layer's business) on
+# every release — with the core on 3.12, in the debug run on 3.14 —; and
+# the pure-Python runtime, on 3.13, CPython's tests and the libraries'
+# suites (it has no routing, so the oracles beside other tools and the
+# escape counts of the real-library workloads say less of it).  Every other
+# run makes the rest of the suite; runs making every oracle each took a
+# quarter of an hour on two cores.
 ORACLE_FILES = ("tests/test_beside_other_tools.py", "tests/test_cpython_oracle.py",
                 "tests/test_library_suites.py", "tests/test_real_libraries.py")
-ORACLE_RUNS = {("3.11", "cython"), ("3.12", "cython"), ("3.15", "cython"), ("3.13", "pure")}
+CPYTHON_ORACLE = "tests/test_cpython_oracle.py"
+ORACLE_RUNS = {
+    ("3.11", "cython"): ORACLE_FILES,
+    ("3.15", "cython"): ORACLE_FILES,
+    ("3.12", "cython"): (CPYTHON_ORACLE,),
+    ("3.13", "pure"): (CPYTHON_ORACLE, "tests/test_library_suites.py"),
+}
 # What a debug build's run leaves out: tests that do not run the core in
 # their process and cost minutes there (mypy checking the typed API, pure
 # Python on a debug build; the developer tool itself; the pytest plugin's
-# sample suites, each a pytest of its own), and the oracles that replay
+# sample suites and the command line's programs, each an interpreter of
+# its own, and the flame graph's pages in a browser; the version layer's
+# reading of instructions, pure Python), and the oracles that replay
 # third-party code in subprocesses or need numpy, scipy and pandas (which
 # it lacks); CPython's own tests it makes.
 DEBUG_IGNORED = ("tests/test_typing.py", "tests/test_dev_tool.py",
-                 "tests/test_pytest_plugin.py") + tuple(
-    path for path in ORACLE_FILES if path != "tests/test_cpython_oracle.py")
+                 "tests/test_pytest_plugin.py", "tests/test_cli_script.py",
+                 "tests/test_cli_profile.py", "tests/test_cli_trace.py",
+                 "tests/test_cli_docs.py", "tests/test_flamegraph.py",
+                 "tests/test_versions.py") + tuple(
+    path for path in ORACLE_FILES if path != CPYTHON_ORACLE)
 # A run still going after this long is stuck: it is stopped (with whatever
 # it started) and fails, its output printed as far as it got.  pytest's
 # faulthandler_timeout (pyproject.toml) has dumped the stuck test's stack.
@@ -831,9 +849,8 @@ def left_out(version, core):
     ``core`` ("cython" or "pure") leaves out."""
     if version in DEBUG_PYTHONS:
         return DEBUG_IGNORED
-    if (version, core) not in ORACLE_RUNS:
-        return ORACLE_FILES
-    return ()
+    made = ORACLE_RUNS.get((version, core), ())
+    return tuple(path for path in ORACLE_FILES if path not in made)
 
 
 def run_arguments(version, core, pytest_args):
@@ -866,8 +883,7 @@ def expected_length(version, core, pytest_args):
     if version in DEBUG_PYTHONS:
         return EXPECTED_MINUTES["debug"]
     minutes = EXPECTED_MINUTES[core]
-    if (version, core) in ORACLE_RUNS:
-        minutes += EXPECTED_MINUTES["oracles"]
+    minutes += EXPECTED_MINUTES["oracles"] * len(ORACLE_RUNS.get((version, core), ())) / 4
     if (version, core) in SOAK_FULL_RUNS:
         minutes += EXPECTED_MINUTES["soak"]
     return minutes
