@@ -430,6 +430,14 @@ def register_runtime_class(cls):
     return cls
 
 
+def runtime_of_code(code):
+    """The runtime ``code`` was rewritten for (its last constant), or None."""
+    consts = code.co_consts
+    if consts and type(consts[-1]) in _runtime_classes:
+        return consts[-1]
+    return None
+
+
 def runs_rewritten_code(f):
     """Whether ``f`` is a Python function whose code is code rewritten for
     a runtime: one of cassette's bodies, which a program can reach (through
@@ -437,10 +445,7 @@ def runs_rewritten_code(f):
     overdubbed already, by its runtime: rewriting it again would route
     cassette's own slots as the program's operations, and routing it would
     rewrite it on its next call from C (so again on every round)."""
-    if type(f) is not FunctionType:
-        return False
-    consts = f.__code__.co_consts
-    return bool(consts) and type(consts[-1]) in _runtime_classes
+    return type(f) is FunctionType and runtime_of_code(f.__code__) is not None
 
 
 def register_nested_entry(f):

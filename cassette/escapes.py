@@ -54,11 +54,10 @@ _path_dirname = os.path.dirname
 _setprofile = sys.setprofile
 
 if IMPLEMENTATION == "cython":
-    from ._core import (Runtime as _Runtime, frame_runtime as _frame_runtime,
+    from ._core import (frame_runtime as _frame_runtime,
                         handler_being_called as _handler_being_called,
                         is_barrier as _is_barrier)
 else:
-    from ._pyruntime import Runtime as _Runtime
     _frame_runtime = _handler_being_called = _is_barrier = None
 
 _BYTECODE_DIR = os.path.dirname(os.path.abspath(sys.modules["bytecode"].__file__))
@@ -91,11 +90,7 @@ class Escapes:
         return f"<Escapes total={self.total} in {len(self.frames)} code objects>"
 
 
-def _runtime_of_code(code):
-    consts = code.co_consts
-    if consts and type(consts[-1]) is _Runtime:
-        return consts[-1]
-    return None
+_runtime_of_code = callables.runtime_of_code
 
 
 def _is_cassettes(code):
