@@ -7,7 +7,9 @@ out.  One :class:`Runtime` serves one context instance (and, for a nested
 overdub, one enclosing runtime).
 """
 
+import builtins
 import functools
+import operator
 import sys
 import types
 import weakref
@@ -18,6 +20,7 @@ from ._singletons import OverdubInstead
 from .operations import ARRANGED_SITES, OPERATIONS, STRUCTURAL_SLOTS
 from .markers import EXHAUSTED
 from .rewrite import recursion_limit_lock
+from .versions import LAYER
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
 from ._builtins import (AttributeError, BaseException, StopIteration, any, bool, callable,
@@ -375,6 +378,8 @@ class Runtime:
                 if instance_dict is None or name not in instance_dict:
                     return self.resolve(descriptor)
             attribute = getattr(obj, name)
+            if callables.is_frame_sensitive(attribute):
+                return _frame_reader_dropping_self(attribute)
             if callables.is_stable(attribute):
                 return self._dropper(self.resolve(attribute), attribute)
             return DropSelf(self.resolve(attribute))
@@ -398,6 +403,8 @@ class Runtime:
             callee, owner = callables.split_bound(bound)
             if owner is not _NO_SELF:
                 return owner, self.resolve(callee)
+        if callables.is_frame_sensitive(bound):
+            return None, _frame_reader_dropping_self(bound)
         if callables.is_stable(bound):
             return None, self._dropper(self.resolve(bound), bound)
         return None, DropSelf(self.resolve(bound))
@@ -812,6 +819,62 @@ class DropSelf:
         except BaseException as exception:
             _drop_library_entries(exception)
             raise
+
+
+def _frame_reader_dropping_self(callee):
+    """What :meth:`Runtime.method` gives for ``obj.name(…)`` when the
+    attribute is a frame-sensitive callable (``sys._getframe``,
+    ``builtins.locals`` …) rather than a method: ``M(obj, *args)`` reading
+    the frame of the code that calls ``M``.  (The core's DropSelf is C and
+    puts no frame between; this runtime's is Python and would be the frame
+    read.)"""
+    return _FRAME_READERS_DROPPING_SELF.get(id(callee)) or DropSelf(callee)
+
+
+def _getframe_dropping_self(_self, depth=0, /):
+    return _getframe(_index(depth) + 1)
+
+
+def _getframemodulename_dropping_self(_self, depth=0):
+    return _getframemodulename(depth=_index(depth) + 1)
+
+
+def _locals_dropping_self(_self, /, *args, **kwargs):
+    if args or kwargs:
+        return _locals(*args, **kwargs)        # the error locals() raises
+    return LAYER.default_locals(_getframe(1))
+
+
+def _vars_dropping_self(_self, /, *args, **kwargs):
+    if args or kwargs:
+        return _vars(*args, **kwargs)
+    return LAYER.default_locals(_getframe(1))
+
+
+def _dir_dropping_self(_self, /, *args, **kwargs):
+    if args or kwargs:
+        return _dir(*args, **kwargs)
+    return _sorted(LAYER.default_locals(_getframe(1)))
+
+
+def _globals_dropping_self(_self, /, *args, **kwargs):
+    if args or kwargs:
+        return _globals(*args, **kwargs)
+    return _getframe(1).f_globals
+
+
+_getframe = sys._getframe
+_getframemodulename = getattr(sys, "_getframemodulename", None)
+_index = operator.index
+_locals, _vars, _dir, _globals, _sorted = (
+    builtins.locals, builtins.vars, builtins.dir, builtins.globals, builtins.sorted)
+_FRAME_READERS_DROPPING_SELF = {
+    id(callee): reader for callee, reader in (
+        (_getframe, _getframe_dropping_self),
+        (_getframemodulename, _getframemodulename_dropping_self),
+        (_locals, _locals_dropping_self), (_vars, _vars_dropping_self),
+        (_dir, _dir_dropping_self), (_globals, _globals_dropping_self))
+    if callee is not None}
 
 
 class Exit:

@@ -214,3 +214,46 @@ def test_hooks_see_the_slot_wrapper_that_super_calls():
     log = []
     assert cassette.overdub(SeeingSlots(metadata=log), program) == 1
     assert log == [("__init__", "Settable", ()), ("__setattr__", "Settable", ("x", 1))]
+
+
+# A frame-sensitive callable reached as an attribute, not a method (a
+# module's function, an instance's attribute): it reads the frame of the
+# code that calls it, overdubbed as plainly.  Compiled into a namespace of
+# its own (not a module's), as docs examples and exec'd code are.
+FRAME_READING_SOURCE = '''
+def frame_reading():
+    x = 1
+    found = [sys._getframe().f_code.co_name, holder.getframe().f_code.co_name,
+             holder.getframe(0).f_lineno - sys._getframe().f_lineno,
+             sorted(holder.locals()), sorted(builtins.locals()), sorted(builtins.vars()),
+             sorted(builtins.dir()), builtins.globals() is globals(),
+             builtins.vars(holder) is holder.__dict__]
+    if hasattr(sys, "_getframemodulename"):
+        found += [sys._getframemodulename(), sys._getframemodulename(depth=0)]
+    try:
+        sys._getframe("deep")
+    except TypeError as error:
+        found.append(str(error))
+    try:
+        builtins.locals(1)
+    except TypeError as error:
+        found.append(str(error))
+    return found
+'''
+
+
+class Holder:
+    pass
+
+
+def test_frame_sensitive_attributes_read_the_programs_frame():
+    import builtins
+    import sys
+    holder = Holder()
+    holder.getframe, holder.locals = sys._getframe, locals
+    namespace = {"sys": sys, "builtins": builtins, "holder": holder, "__name__": "frames"}
+    exec(compile(FRAME_READING_SOURCE, "<frame reading>", "exec"), namespace)
+    found = same(namespace["frame_reading"])
+    assert found[:3] == ["frame_reading", "frame_reading", 0]
+    assert found[3:7] == [["x"]] * 4
+    assert found[7:9] == [True, True]
