@@ -121,6 +121,19 @@ def test_a_passing_run_and_a_run_without_tests_are_not_crashes(dev, sink):
     assert (result.passed, result.failed, result.note) == (0, 0, "no tests collected")
 
 
+def test_runs_write_bytecode_files_whatever_the_callers_environment(dev, sink, monkeypatch):
+    # Reports, as its count of passed tests, whether it may write bytecode.
+    reporting = [sys.executable, "-c", (
+        "import sys\n"
+        "path = sys.argv[sys.argv.index('--junitxml') + 1]\n"
+        "passed = int(not sys.dont_write_bytecode)\n"
+        "open(path, 'w').write('<testsuite tests=\"%d\" failures=\"0\" errors=\"0\" "
+        "skipped=\"0\"/>' % passed)\n")]
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    result = dev.run_pytest(reporting, "3.12.0 cython", [], pure=False, output=sink)
+    assert (result.passed, result.failed) == (1, 0)
+
+
 def test_the_debug_build_is_its_own_version_and_runs_the_cython_core_alone(dev):
     versions, jobs, rest = dev.parse_test_args(["-x"])
     assert versions == ["3.11", "3.12", "3.13", "3.14", "3.15", "3.14d"] and rest == ["-x"]
