@@ -16,7 +16,9 @@ Usage (from anywhere; paths are relative to the repository root)::
     For each of Python 3.11, 3.12, 3.13, 3.14 and 3.15: creates or reuses
     ``.venv/<X.Y>``, installs cassette editable with the ``test`` extra, and
     runs ``python -m pytest tests/`` twice: once with the Cython core and once
-    with ``CASSETTE_PURE_PYTHON=1`` (the pure-Python runtime).  Then once
+    with ``CASSETTE_PURE_PYTHON=1`` (the pure-Python runtime) — on 3.14
+    (``PURE_ON_REQUEST``) the Cython core's run alone, unless ``--python``
+    names it: 3.15's layer is 3.14's with its own changes.  Then once
     more, with the Cython core, on ``python3.14d``: CPython 3.14 built with
     ``Py_DEBUG`` (Debian's ``python3.14-dbg``; its assertions and
     reference-count checks abort the interpreter where a release build goes
@@ -842,11 +844,20 @@ def cmd_test(args):
 
 
 RUN_KINDS = (("cython", False), ("pure", True))
-DEBUG_RUN_KINDS = (("cython", False),)
+CYTHON_RUN_KINDS = (("cython", False),)
+# Releases whose pure-Python run only --python naming them makes: the
+# pure-Python runtime on 3.14 runs what it runs on 3.15, whose layer is
+# 3.14's with its own changes (about 100 s of a CI run on this schedule).
+PURE_ON_REQUEST = ("3.14",)
 
 
-def run_kinds(version):
-    return DEBUG_RUN_KINDS if version in DEBUG_PYTHONS else RUN_KINDS
+def run_kinds(version, named=False):
+    """``(core, pure)`` of each run of ``version``: both runtimes, the
+    Cython core's alone for a debug build and (unless ``named`` by
+    --python) for the PURE_ON_REQUEST."""
+    if version in DEBUG_PYTHONS or (version in PURE_ON_REQUEST and not named):
+        return CYTHON_RUN_KINDS
+    return RUN_KINDS
 
 
 def left_out(version, core):
@@ -902,10 +913,11 @@ def run_title(interp, pure):
 
 
 def run_versions(versions, jobs, pytest_args, mounts):
-    """The runs of each version (both runtimes; the Cython core's alone for
-    a debug build), mounting what the Debian interpreters need on
+    """The runs of each version (``run_kinds``: both runtimes, or the
+    Cython core's alone), mounting what the Debian interpreters need on
     ``mounts`` once they exist, ``jobs`` at a time; the RunResults, in the
     order of the versions."""
+    named = versions != list(DEFAULT_VERSIONS)     # by --python
     runs = []           # (title, label, python, pure, environment, pytest args,
                         #  expected length) of each run
     failed = {}         # index in the table -> RunResult of a version that could not run
@@ -936,12 +948,12 @@ def run_versions(versions, jobs, pytest_args, mounts):
             python = install.result()
         except DevError as exc:
             say("dev.py: ERROR: %s" % exc)
-            for core, _ in run_kinds(version):
+            for core, _ in run_kinds(version, named):
                 failed[len(runs) + len(failed)] = RunResult(
                     "%s %s" % (version, core), failed=1, note=str(exc).split(":")[0],
                     detail=str(exc))
             continue
-        for core, pure in run_kinds(version):
+        for core, pure in run_kinds(version, named):
             runs.append((run_title(interp, pure), "%s %s" % (interp.full_version, core),
                          python, pure, soak_environment(version, core),
                          run_arguments(version, core, pytest_args),
