@@ -13,7 +13,8 @@ from .versions import SUPPORTED as _SUPPORTED  # raises ImportError elsewhere
 from ._singletons import ANY, NoMetaData, NoMetaMeta, OverdubInstead
 from .context import Context, context, similarcontext
 from .dispatch import Vararg, execute, fallback, posthook, prehook
-from .errors import CassetteError, PassError, TaggingError
+from .errors import (CassetteError, MetadataLossError, MetadataLossWarning, PassError,
+                     TaggingError)
 from .operations import Intercept
 from .entry import canoverdub, overdub
 from .escapes import Escapes, count_escapes
@@ -23,7 +24,8 @@ from .tagging import (Meta, Tagged, enabletagging, hasmetadata, hasmetameta, has
 from . import ir, propagation as _propagation
 
 __all__ = [
-    "ANY", "CassetteError", "Context", "Escapes", "Intercept", "Meta", "NoMetaData",
+    "ANY", "CassetteError", "Context", "Escapes", "Intercept", "Meta", "MetadataLossError",
+    "MetadataLossWarning", "NoMetaData",
     "NoMetaMeta", "NoPass", "OverdubInstead", "Pass", "PassError", "Tagged", "TaggingError",
     "Vararg", "canoverdub", "context", "count_escapes", "enabletagging", "execute", "fallback",
     "hasmetadata", "hasmetameta", "hastagging", "ir", "istagged", "istaggedtype", "metadata",

@@ -38,6 +38,7 @@ from cassette._singletons import (NoMetaData, OverdubInstead, TAGGED_DATA_SLOT, 
 from cassette.operations import ARRANGED_SITES, OPERATIONS, STRUCTURAL_SLOTS
 from cassette.markers import EXHAUSTED
 from cassette.versions import LAYER
+from cassette.context import checks_metadata_loss
 
 # -- the parts, one concern each (cassette/_core_src/) -----------------------
 

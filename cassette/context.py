@@ -33,6 +33,12 @@ Contract
   generation so rewritten code notices.
 * ``Ctx.metadatatype(T)`` (classmethod) says which metadata type values of
   type ``T`` may carry; the default ``None`` allows none.
+* ``metadata_loss`` (class attribute, one of :data:`METADATA_LOSS`, default
+  ``"drop"``) says what a tagging run does when a primitive without a
+  handler drops its tagged arguments' metadata (reference §6): nothing,
+  warn (``MetadataLossWarning``) or raise (``MetadataLossError``).  Any
+  other value is a ``TypeError`` when the class is made or the attribute
+  set; changing it bumps the dispatch generation.
 * Contexts pickle (and ``copy``) when their metadata, pass, tag and bindings
   cache do; extra attributes of subclasses (``__dict__`` or extra slots) are
   carried along.  Contexts compare and hash by identity.
@@ -56,10 +62,14 @@ from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 _FunctionType = types.FunctionType
 _getframe = sys._getframe
 
-__all__ = ["ContextMeta", "Context", "context", "similarcontext"]
+__all__ = ["ContextMeta", "Context", "checks_metadata_loss", "context", "similarcontext"]
 
 _HOOK_NAMES = frozenset(_dispatch.HOOK_NAMES)
-_INVALIDATING = frozenset({"intercept", "metadatatype", "__bases__"})
+_INVALIDATING = frozenset({"intercept", "metadatatype", "metadata_loss", "__bases__"})
+
+#: The values of ``Context.metadata_loss``: what a tagging run does when a
+#: primitive without a handler drops metadata.
+METADATA_LOSS = ("drop", "warn", "raise")
 _OWN_SLOTS = ("metadata", "pass_", "tag", "bindingscache", "_runtime", "__weakref__")
 
 
@@ -101,6 +111,18 @@ def _check_intercept(cls_name, value):
                         f"flag (e.g. Intercept.ALL or Intercept.CALLS), got {value!r}")
 
 
+def checks_metadata_loss(ctx_type):
+    """Whether tagging runs of ``ctx_type`` look for metadata lost: its
+    ``metadata_loss`` is not ``"drop"``."""
+    return getattr(ctx_type, "metadata_loss", "drop") != "drop"
+
+
+def _check_metadata_loss(cls_name, value):
+    if type(value) is not str or value not in METADATA_LOSS:
+        raise TypeError(f"{cls_name}.metadata_loss must be one of "
+                        f"{', '.join(map(repr, METADATA_LOSS))}, got {value!r}")
+
+
 class ContextMeta(type):
     """Metaclass of contexts: keeps :mod:`cassette.dispatch` in step with the
     class-body hooks and the ``intercept`` knob (see the module docstring)."""
@@ -108,6 +130,8 @@ class ContextMeta(type):
     def __new__(mcls, name, bases, namespace, **kwargs):
         if "intercept" in namespace:
             _check_intercept(name, namespace["intercept"])
+        if "metadata_loss" in namespace:
+            _check_metadata_loss(name, namespace["metadata_loss"])
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
         handlers = {hook: _hook_handler(cls, hook, namespace[hook])
                     for hook in _dispatch.HOOK_NAMES if hook in namespace}
@@ -124,6 +148,8 @@ class ContextMeta(type):
             return
         if name == "intercept":
             _check_intercept(cls.__qualname__, value)
+        elif name == "metadata_loss":
+            _check_metadata_loss(cls.__qualname__, value)
         super().__setattr__(name, value)
         if name in _INVALIDATING:
             _dispatch.invalidate()
@@ -149,6 +175,8 @@ class Context(metaclass=ContextMeta):
     __slots__ = _OWN_SLOTS
     _cassette_context_class = True
     intercept: ClassVar[Intercept] = Intercept.ALL
+    #: What a tagging run does when a primitive drops metadata (METADATA_LOSS).
+    metadata_loss: ClassVar[str] = "drop"
 
     #: What the context was made with (``metadata=``), shared, never copied.
     metadata: Any

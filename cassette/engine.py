@@ -14,6 +14,7 @@ import sys
 import types
 
 from . import callables, dispatch, rewrite, routing
+from .context import checks_metadata_loss
 from ._singletons import TAGGED_TAG_SLOT, TAGGED_VALUE_SLOT
 from .passes import NoPass, Pass
 from .operations import OPERATIONS, ROW_CALLEES, SPECIAL_METHODS as OPERATIONS_SPECIAL_METHODS, Intercept
@@ -64,17 +65,21 @@ def check_arguments(ctx, f):
         raise TypeError(f"overdub(): {type(f).__name__!r} object is not callable")
 
 
-def intercepted_rows(ctx_type):
+def intercepted_rows(ctx_type, tagging=False):
     """The rows of reference §3.1 whose sites must be rewritten for ``ctx_type``:
-    those the class does not narrow away and that some handler could match.
+    those the class does not narrow away and that some handler could match
+    — every one it does not narrow away when it tags (``tagging``) and
+    looks for metadata lost (an operator left to the interpreter would drop
+    a tagged operand's metadata unseen).
     Calls and ``with`` blocks are always rewritten: recursion happens at
     calls, and a ``with`` block calls ``__enter__``/``__exit__`` — left to
     the interpreter, a Python context manager's methods (and everything they
     call, e.g. all of ``asyncio.run``) would run un-rewritten."""
     narrowed = getattr(ctx_type, "intercept", Intercept.ALL)
     rows = Intercept.CALLS | Intercept.WITH
+    every = tagging and checks_metadata_loss(ctx_type)
     for row in _OPTIONAL_ROWS:
-        if row & narrowed and dispatch.could_match(ctx_type, ROW_CALLEES[row]):
+        if row & narrowed and (every or dispatch.could_match(ctx_type, ROW_CALLEES[row])):
             rows |= row
     return rows
 
@@ -98,7 +103,7 @@ def intercepted_kinds(ctx_types, tagging=False):
     if kinds is None:
         rows = Intercept.CALLS
         for ctx_type in ctx_types:
-            rows |= intercepted_rows(ctx_type)
+            rows |= intercepted_rows(ctx_type, tagging)
         kinds = kinds_for(rows | _TAGGING_ROWS) | TAGGING_KINDS if tagging else kinds_for(rows)
         if LAYER.annotation_attributes and routing.is_installed():
             kinds |= {ANNOTATIONS_LOAD}

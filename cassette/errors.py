@@ -9,9 +9,14 @@
   function; the original exception is chained as ``__cause__``.
 * :class:`TaggingError`: the tagging API was used with a context that does not
   have tagging enabled, or with values tagged by an incompatible context.
+* :class:`MetadataLossError` / :class:`MetadataLossWarning`: under a context
+  whose ``metadata_loss`` is ``"raise"`` / ``"warn"``, a primitive without a
+  handler received tagged arguments and its result came back without
+  metadata (reference §6).
 """
 
-__all__ = ["CassetteError", "PassError", "TaggingError"]
+__all__ = ["CassetteError", "MetadataLossError", "MetadataLossWarning", "PassError",
+           "TaggingError"]
 
 
 class CassetteError(Exception):
@@ -24,3 +29,12 @@ class PassError(CassetteError):
 
 class TaggingError(CassetteError):
     """The tagging API was misused (e.g. tagging without ``enabletagging``)."""
+
+
+class MetadataLossError(CassetteError):
+    """A primitive without a handler dropped the metadata of its tagged
+    arguments, under a context whose ``metadata_loss`` is ``"raise"``."""
+
+
+class MetadataLossWarning(UserWarning):
+    """As :class:`MetadataLossError`, under ``metadata_loss = "warn"``."""

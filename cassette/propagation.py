@@ -42,16 +42,20 @@ import collections
 import operator
 import sys
 import types
+import warnings
 import weakref
 
 from . import dispatch, tagging
+from .context import checks_metadata_loss
+from .errors import MetadataLossError, MetadataLossWarning
 from ._singletons import NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_VALUE_SLOT
 from .tagging import Meta, TaggedMeta, allowed_metadata, make_tagged, tag_of
 # Propagation calls the program's primitives (which may call back into its
 # code): its frames keep the program's builtins (see cassette/_builtins.py).
-from ._builtins import (BaseException, Exception, KeyError, TypeError, any, bool, dict,
-                        enumerate, frozenset, getattr, id, isinstance, iter, len, list, max, next,
-                        object, range, set, setattr, slice, str, tuple, type, zip)
+from ._builtins import (BaseException, Exception, KeyError, TypeError, any, bool, callable,
+                        dict, enumerate, frozenset, getattr, hash, id, isinstance, issubclass,
+                        iter, len, list, map, max, min, next, object, range, repr, set, setattr,
+                        slice, str, tuple, type, zip)
 
 # Bound at import: a program may patch or delete anything of the standard
 # library; what cassette calls stays what it was (issue 35, item 2).
@@ -63,6 +67,7 @@ _index = operator.index
 _length_hint = operator.length_hint
 _modules = sys.modules
 _ref = weakref.ref
+_warn = warnings.warn
 
 __all__ = ["TAGGING_SLOTS", "components", "fallback"]
 
@@ -832,21 +837,99 @@ def _know_numpy(numpy):
 def fallback(ctx, callee, primitive, args, kwargs):
     """Run primitive ``callee`` — called as ``primitive`` — for a context
     with tagging: metadata propagates through the primitives of
-    ``_PROPAGATORS``; every other one sees its arguments untagged."""
+    ``_PROPAGATORS``; every other one sees its arguments untagged.  Then the
+    context's ``metadata_loss`` applies (:func:`checked_loss`)."""
     propagate = propagator(callee)
-    if propagate is None:
+    if propagate is not None:
+        out = propagate(ctx, primitive, args, kwargs or {})
+    else:
         tag = ctx.tag
+        primal_args, primal_kwargs = args, kwargs
         if any(tag_of(a) is tag for a in args):
-            args = _untag_all(args, tag)
+            primal_args = _untag_all(args, tag)
         if kwargs and any(tag_of(v) is tag for v in kwargs.values()):
-            kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
-        return primitive(*args, **kwargs) if kwargs else primitive(*args)
-    return propagate(ctx, primitive, args, kwargs or {})
+            primal_kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
+        out = (primitive(*primal_args, **primal_kwargs) if primal_kwargs
+               else primitive(*primal_args))
+    if checks_metadata_loss(type(ctx)):
+        return checked_loss(ctx, callee, args, kwargs, out)
+    return out
 
 
 def _plain(ctx, primitive, args, kwargs):
     tag = ctx.tag
     return primitive(*_untag_all(args, tag), **{k: _primal(v, tag) for k, v in kwargs.items()})
+
+
+# -- metadata lost: the context's ``metadata_loss`` (reference §6) ------------------
+
+#: Primitives whose result tells something of their arguments — identity,
+#: type, size, hash, order, truth — rather than being a value computed from
+#: them: there is no metadata for it to carry.
+_SAYS_OF_ARGUMENTS = (id, hash, len, isinstance, issubclass, type, callable, bool,
+                      operator.lt, operator.le, operator.eq, operator.ne, operator.gt,
+                      operator.ge, operator.contains, operator.truth, operator.not_,
+                      operator.is_, operator.is_not, operator.length_hint)
+
+
+def _carried(value, tag):
+    return tag_of(value) is tag and _get(value, _DATA) is not NoMetaData
+
+
+def _may_carry(ctx_type, value):
+    """Whether ``value``, or one of the first elements of a tuple or list
+    ``value``, is of a type that ``ctx_type`` lets carry metadata."""
+    if allowed_metadata(ctx_type, type(value)) is not None:
+        return True
+    if isinstance(value, (tuple, list)):
+        for i in range(min(len(value), 8)):
+            if allowed_metadata(ctx_type, type(value[i])) is not None:
+                return True
+    return False
+
+
+def checked_loss(ctx, callee, args, kwargs, out):
+    """``out``, the untagged result of primitive ``callee`` on ``args`` and
+    ``kwargs`` (as the program passed them) without a handler, after
+    ``ctx``'s ``metadata_loss`` ("warn", "raise") has seen it: metadata is
+    lost when an argument carried some and ``out`` is of a type that may
+    carry it (``metadatatype``) but came back with none."""
+    tag = ctx.tag
+    if tag_of(out) is tag or not _may_carry(type(ctx), out):
+        return out
+    if not (any(_carried(a, tag) for a in args)
+            or (kwargs and any(_carried(v, tag) for v in kwargs.values()))):
+        return out
+    for lossless in _SAYS_OF_ARGUMENTS:
+        if callee is lossless:
+            return out
+    message = _loss_message(ctx, callee, args, kwargs, out)
+    if type(ctx).metadata_loss == "raise":
+        raise MetadataLossError(message)
+    _warn(message, MetadataLossWarning, stacklevel=2)
+    return out
+
+
+def _loss_message(ctx, callee, args, kwargs, out):
+    tag = ctx.tag
+    ctx_name = type(ctx).__qualname__
+
+    def shown(value):
+        primal = type(_primal(value, tag)).__qualname__
+        return f"Tagged[{primal}]" if tag_of(value) is tag else primal
+
+    shown_args = [shown(a) for a in args] + [f"{k}={shown(v)}" for k, v in (kwargs or {}).items()]
+    name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", None)
+    module = getattr(callee, "__module__", None)
+    if type(name) is not str:
+        name = repr(callee)
+    elif type(module) is str and module not in ("builtins", "_operator"):
+        name = f"{module}.{name}"
+    elif module == "_operator":
+        name = f"operator.{name}"
+    return (f"{name}({', '.join(shown_args)}) has no handler under {ctx_name} and its "
+            f"{type(out).__qualname__} result carries none of its arguments' metadata "
+            f"(register an execute handler for it, or set {ctx_name}.metadata_loss = 'drop')")
 
 
 # -- numpy arrays: one record entry per element index; an array makes a new

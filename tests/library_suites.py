@@ -151,6 +151,16 @@ class Run:
         return {test for test, outcome in self.outcomes.items() if outcome == "passed"}
 
 
+def crash_report(output: str, count: int = 60) -> str:
+    """What a run that ended without its summary printed: from the
+    interpreter's ``Fatal Python error`` on (the failing thread's stack
+    names the test), else the output's end."""
+    start = output.find("Fatal Python error")
+    if start < 0:
+        return output[-3000:]
+    return "\n".join(output[start:].splitlines()[:count])
+
+
 def first_lines(text: str, count: int = 12) -> str:
     """The head and the last lines of a failure text: where it went wrong."""
     lines = text.rstrip().splitlines()
@@ -336,7 +346,7 @@ def check_library(name, *, full=False, escapes=False, verbose=False, contexts=CO
                 f"({dubbed.seconds:6.1f}s, cpu {dubbed.cpu_seconds:6.1f}s, "
                 f"x{dubbed.cpu_seconds / max(plain.cpu_seconds, 1e-9):.1f})")
             if dubbed.overdubbed is None:
-                out(dubbed.output[-3000:])
+                out(crash_report(dubbed.output))
             for test, text in lost.items():
                 reason = KNOWN_DIFFERENCES.get((name, test))
                 out(f"    lost: {test}" + (f"  [known: {reason}]" if reason else ""))

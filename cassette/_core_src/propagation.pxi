@@ -295,14 +295,38 @@ cdef object _make_tagged(object tag_, object value, object data):
     return _new_tagged(made, value, tag_, data)
 
 
-cdef object _call_tagged(Runtime runtime, tuple propagation, object f, tuple args,
-                         dict kwargs):
-    """The fallback under tagging, without a Python frame of the library
-    between the program and the primitive unless metadata is involved
-    (frame-walking code, tracebacks and the recursion limit see none):
-    arguments untagged, or the propagation layer's ``propagate`` when the
-    primitive has one and some argument is tagged or has recorded
-    components (or the propagator must always run)."""
+cdef object _call_tagged(Runtime runtime, tuple propagation, object callee, object f,
+                         tuple args, dict kwargs):
+    """The fallback under tagging of primitive ``callee`` (called as ``f``),
+    without a Python frame of the library between the program and the
+    primitive unless metadata is involved (frame-walking code, tracebacks
+    and the recursion limit see none): arguments untagged, or the
+    propagation layer's ``propagate`` when the primitive has one and some
+    argument is tagged or has recorded components (or the propagator must
+    always run).  Then, when the context looks for metadata lost, the
+    propagation layer's ``checked_loss`` sees the result."""
+    out = _fallback_tagged(runtime, propagation, f, args, kwargs)
+    if runtime._checks_loss:
+        return _checked_loss(runtime.ctx, callee, args, kwargs, out)
+    return out
+
+
+cdef object _checked_loss_function = None     # propagation.checked_loss, once imported
+
+
+cdef object _checked_loss(object ctx, object callee, tuple args, dict kwargs, object out):
+    """``propagation.checked_loss`` (imported when first needed: the
+    propagation layer imports the tagging layer, which imports this core)."""
+    global _checked_loss_function
+    if _checked_loss_function is None:
+        from cassette import propagation
+        _checked_loss_function = propagation.checked_loss
+    return _checked_loss_function(ctx, callee, args, kwargs or {}, out)
+
+
+cdef object _fallback_tagged(Runtime runtime, tuple propagation, object f, tuple args,
+                             dict kwargs):
+    """:func:`_call_tagged` but for ``metadata_loss``."""
     cdef Py_ssize_t i, n
     cdef list untagged
     cdef object propagate = propagation[0]
@@ -385,7 +409,7 @@ cdef object _tagged_vectorcall(object state, PyObject **args, size_t nargsf,
     cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
     keywords = None if kwnames is NULL else _keywords(args, nargs, kwnames)
     cdef Runtime runtime = tagged.runtime
-    return _call_tagged(runtime, tagged.propagation,
+    return _call_tagged(runtime, tagged.propagation, tagged.callee,
                         tagged.primitive, _positional(args, nargs), keywords)
 
 

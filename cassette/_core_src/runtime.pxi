@@ -604,6 +604,7 @@ cdef class Runtime:
     cdef OperationSite _next_site
     cdef bint _tagging
     cdef bint _chain_tagging
+    cdef bint _checks_loss          # tagging, and its context's metadata_loss is not "drop"
     cdef bint _retained
     # Under tagging: the context's tag, its bindings cache and the cache's
     # entries.
@@ -689,6 +690,7 @@ cdef class Runtime:
         self._entries = self._bindings.entries if self._tagging else None
         self._forget_recent_records()
         self._chain_tagging = engine.chain_has_tagging(self)
+        self._checks_loss = self._tagging and checks_metadata_loss(type(self.ctx))
         self._named = engine.named_callees(self) or None
         self._unnamed_plan = None
         self._partial_recipe = None
@@ -1623,5 +1625,5 @@ cdef class Runtime:
         if self.parent is not None:
             f = self.parent.resolve(f)
         if self._tagging:
-            return _call_tagged(self, _propagator_of(callee), f, args, kwargs)
+            return _call_tagged(self, _propagator_of(callee), callee, f, args, kwargs)
         return cassette_primitive_call_tuple(f, args, kwargs)
