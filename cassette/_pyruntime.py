@@ -64,6 +64,13 @@ class FunctionEntry:
         self.code, self.defaults, self.kwdefaults = f.__code__, f.__defaults__, f.__kwdefaults__
         self.name, self.qualname = f.__name__, f.__qualname__
 
+    def forget(self):
+        """Drop the target and what was recorded: the entry matches no
+        function any more and keeps its weak reference, freed with the
+        entry later, never while a collection starts (see the core's
+        ``FunctionEntry.forget``)."""
+        self.target = self.code = self.defaults = self.kwdefaults = None
+
     def matches(self, f):
         return (f.__code__ is self.code and f.__defaults__ is self.defaults
                 and f.__kwdefaults__ is self.kwdefaults and f.__name__ is self.name
@@ -190,7 +197,7 @@ class Runtime:
             if type(callee) is FunctionEntry:
                 if cache.get(key) is not callee:
                     continue        # (dropped with its function, or replaced)
-                del cache[key]
+                callee.forget()     # (its weak reference stays: see FunctionEntry.forget)
                 callee = callee.ref()
                 if callee is None:
                     continue

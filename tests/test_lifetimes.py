@@ -326,3 +326,35 @@ def test_which_functions_may_be_cached_weakly():
     assert [callables.may_be_cached_weakly(f) for f in not_weakly] == [False] * 4
     assert not callables.lives_with_its_module([].append)
     assert callables.lives_with_its_module(sys.getrecursionlimit)
+
+
+# networkx's graph-similarity tests make classes, closures and generators
+# by the thousand, in deep recursion: run with collections very frequent,
+# a collection (and the runtimes' forget_dynamic) starts inside the core's
+# own work again and again.  On 3.11, where a collection can start at any
+# allocation, this crashed the interpreter: a cache entry freed while a
+# resolution still read it, and a weak reference freed while its
+# function's weak references were being cleared.  From 3.12 on collections
+# start only between bytecodes, so the core's work is never interrupted.
+FREQUENT_COLLECTIONS = """
+import gc, sys
+import pytest
+gc.set_threshold(20, 2, 2)
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-p", "cassette", "--cassette", "noop",
+                      "-c", "pytest.ini", "--rootdir", ".", "--pyargs",
+                      "networkx.algorithms.tests.test_similarity"]))
+"""
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12),
+                    reason="collections start only between bytecodes from 3.12 on")
+def test_collections_starting_inside_the_core_corrupt_nothing(tmp_path):
+    pytest.importorskip("networkx")
+    pytest.importorskip("scipy")
+    import subprocess
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    done = subprocess.run([sys.executable, "-c", FREQUENT_COLLECTIONS], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600)
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+    assert done.returncode == 0, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+    assert " passed" in summary and "failed" not in summary, summary

@@ -208,6 +208,16 @@ cdef class FunctionEntry:
                      _object_or_none(self.kwdefaults), _object_or_none(self.name),
                      _object_or_none(self.qualname))
 
+    cdef void forget(self) except *:
+        """Drop the target and what was recorded: the entry matches no
+        function any more, and keeps its weak reference — freed with the
+        entry later, never while a collection starts (which on 3.11 can be
+        while the function's own weak references are being cleared, and
+        freeing one of them then corrupts the interpreter)."""
+        self.code = NULL
+        self.target = None
+        self.keep = None
+
     cdef inline bint matches(self, f) noexcept:
         cdef PyFunctionObject *function = <PyFunctionObject *>f
         return (function.func_code is self.code
@@ -346,7 +356,10 @@ cdef class MethodSite:
                 if (self.versions[i] != 0 and cassette_class_version(tp) == self.versions[i]
                         and not self.runtime._chain_tagging
                         and not cassette_may_hold_own(obj, self.name, &self.own[i])):
-                    return self.runtime._resolve(<object>PyList_GET_ITEM(self.descriptors, i))
+                    # Owned: resolving allocates, and forget_dynamic may
+                    # empty the entry meanwhile (see Runtime._decide_resolution).
+                    descriptor = <object>PyList_GET_ITEM(self.descriptors, i)
+                    return self.runtime._resolve(descriptor)
                 break
         return self._miss(obj, tp)
 
@@ -541,6 +554,11 @@ cdef Forget _forget_entry(list entries, Py_ssize_t slot):
     forget.slot = slot
     forget.vectorcall = <void *>_forget_vectorcall
     return forget
+
+
+# How many resolutions (Runtime._resolve_miss) are in progress, in any
+# runtime: forget_dynamic leaves the caches alone while one is.
+cdef Py_ssize_t _resolving = 0
 
 
 cdef inline Py_ssize_t _address_slot(void *pointer, int bits) noexcept:
@@ -776,7 +794,7 @@ cdef class Runtime:
         generations once ``callee`` was seen to survive one."""
         cdef PyObject *ref
         if len(self._young) + len(self._old) >= CACHE_MAX:     # no collection for long
-            self.forget_dynamic(True)
+            self._forget_now(True)
         ref = PyDict_GetItemWithError(self._survivors, _address(callee))
         if ref is not NULL and cassette_weakref_target(<object>ref) == <PyObject *>callee:
             self._old.append(noted)
@@ -792,7 +810,15 @@ cdef class Runtime:
         starting, which must find the program's objects as unreachable as
         in a plain run (``cassette.lifetimes``) — of the youngest generation
         only, unless ``everything``: then the entries of callees seen to
-        survive a collection go too.  Whether entries are left to forget."""
+        survive a collection go too.  Whether entries are left to forget.
+        Nothing is forgotten while a resolution is in progress (the entries
+        wait for the next collection)."""
+        if _resolving:
+            return True
+        return self._forget_now(everything)
+
+    cdef bint _forget_now(self, bint everything) except -1:
+        """``forget_dynamic``, whatever is in progress."""
         cdef tuple noted
         cdef Py_ssize_t slot
         cdef PyObject *found
@@ -816,7 +842,7 @@ cdef class Runtime:
             elif type(holder) is list:
                 if (<list>holder)[<Py_ssize_t>noted[1]] is not noted[2]:
                     continue
-                (<list>holder)[<Py_ssize_t>noted[1]] = None
+                (<FunctionEntry>noted[2]).forget()
                 callee = <object>cassette_weakref_target((<FunctionEntry>noted[2]).ref)
             else:
                 (<MethodSite>holder).forget(<int>noted[1], noted[2])
@@ -913,6 +939,18 @@ cdef class Runtime:
         return self._resolve_miss(f)
 
     cdef object _resolve_miss(self, f):
+        """``_resolve`` when ``_recent`` does not answer.  A collection that
+        starts meanwhile (on 3.11 at any allocation: the resolution's frames
+        hold entries as they read them) leaves the caches alone
+        (``forget_dynamic``)."""
+        global _resolving
+        _resolving += 1
+        try:
+            return self._decide_resolution(f)
+        finally:
+            _resolving -= 1
+
+    cdef object _decide_resolution(self, f):
         cdef PyObject *hit
         cdef Py_ssize_t slot
         cdef PyObject *descriptor
@@ -938,8 +976,12 @@ cdef class Runtime:
             # (A builtin bound to an instance is never stable, never kept.)
             hit = PyDict_GetItemWithError(self._resolved, _resolved_key(f, tp))
             if hit is not NULL:
-                self._remember(slot, f, <object>hit, None)
-                return <object>hit
+                # Owned before anything allocates: on 3.11 a collection (and
+                # forget_dynamic, which drops such entries) can start at any
+                # allocation.
+                target = <object>hit
+                self._remember(slot, f, target, None)
+                return target
         if tp is BuiltinFunctionType or tp is MethodWrapperType or tp is _BuiltinCMethodType:
             # A builtin bound to an instance resolves as the descriptor found
             # on its class, bound again.
@@ -1103,9 +1145,10 @@ cdef class Runtime:
         found = PyDict_GetItemWithError(self._recipes, PyLong_FromVoidPtr(function.func_code))
         if found is NULL or type(<object>found) is not FunctionRecipe:
             return None
+        recipe = <FunctionRecipe>found          # owned (see _decide_resolution)
         if self._named is not None and self._named.get(_address(f)) is f:
             return None
-        return <FunctionRecipe>found
+        return recipe
 
     cdef _learn_recipe(self, f):
         """Note ``f``'s code; at the second function of it, make its recipe
