@@ -36,6 +36,15 @@ dataclasses' ``make_dataclass`` does, a tenth of its time.
 
 Where every collection examines every object (the free-threaded build),
 every collection forgets every entry.
+
+On 3.11 a collection can start at any allocation, the core's own work
+included, so two rules keep the interpreter safe: the core's runtimes
+forget nothing while a resolution is in progress (``Runtime._resolve_miss``,
+whose C frames hold entries as they read them: the entries wait for the
+next collection), and every runtime empties a weakly kept
+function's entry instead of freeing it (``FunctionEntry.forget``: a weak
+reference freed while its function's weak references are being cleared
+corrupts the interpreter).
 """
 
 from __future__ import annotations
