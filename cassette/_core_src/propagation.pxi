@@ -4,41 +4,36 @@
 # Part of cassette/_core.pyx (included there; see its map).
 
 cdef dict _propagators = {}     # callee -> (propagate or None, always)
-# The same for classes the program can drop (a local class), forgotten when
-# a collection starts (cassette.lifetimes; noted there whenever it stops
-# being empty).  Other callees the program can drop are not kept: they may
-# die without a collection.
+# The same for classes the program can drop (a local class), by address:
+# (weak reference to the class, answer).  Weak, so that nothing here keeps a
+# class alive and nothing needs freeing when a collection starts (on 3.11 a
+# class freed there, at whatever allocation started the collection,
+# corrupted the interpreter).  Other callees the program can drop are not
+# kept: they may die without a collection.
 cdef dict _dropped_propagators = {}
 
 
-cdef class _DroppedPropagators:
-    """What ``lifetimes.note_holder`` calls back for ``_dropped_propagators``."""
-
-    def forget_dynamic(self, everything):
-        _dropped_propagators.clear()
-        return False
-
-
-cdef _DroppedPropagators _dropped_propagators_holder = _DroppedPropagators()
-
-
 cdef tuple _propagator_of(object callee):
+    cdef PyObject *known
     try:
         found = _propagators.get(callee)
-        if found is None:
-            found = _dropped_propagators.get(callee)
     except TypeError:           # an unhashable callee
         return (None, False)
+    if found is None and PyType_Check(callee):
+        known = PyDict_GetItemWithError(_dropped_propagators, _address(callee))
+        if known is not NULL and cassette_weakref_target(
+                (<tuple>known)[0]) == <PyObject *>callee:
+            return <tuple>(<tuple>known)[1]
     if found is None:
         propagate = _dispatch_module.tagging_propagator(callee)
         found = (propagate, bool(getattr(propagate, "always", False)))
         if _lives_with_its_module(callee):
             if len(_propagators) < 4096:
                 _propagators[callee] = found
-        elif PyType_Check(callee) and len(_dropped_propagators) < 4096:
-            if not _dropped_propagators:
-                lifetimes.note_holder(_dropped_propagators_holder)
-            _dropped_propagators[callee] = found
+        elif PyType_Check(callee):
+            if len(_dropped_propagators) >= 4096:
+                _dropped_propagators.clear()
+            _dropped_propagators[_address(callee)] = (PyWeakref_NewRef(callee, None), found)
     return <tuple>found
 
 
