@@ -7,7 +7,6 @@ out.  One :class:`Runtime` serves one context instance (and, for a nested
 overdub, one enclosing runtime).
 """
 
-import builtins
 import functools
 import operator
 import sys
@@ -24,7 +23,8 @@ from .versions import LAYER
 # Bound at import, while this module's frames keep the program's builtins
 # (see cassette/_builtins.py).
 from ._builtins import (AttributeError, BaseException, StopIteration, any, bool, callable,
-    getattr, hasattr, id, isinstance, len, next, object, slice, str, tuple, type)
+    dir, getattr, globals, hasattr, id, isinstance, len, locals, next, object, slice, sorted, str,
+    tuple, type, vars)
 
 # Bound at import: a program may patch or delete anything of the standard
 # library; what cassette calls stays what it was (issue 35, item 2).
@@ -846,41 +846,28 @@ def _getframemodulename_dropping_self(_self, depth=0):
     return _getframemodulename(depth=_index(depth) + 1)
 
 
-def _locals_dropping_self(_self, /, *args, **kwargs):
-    if args or kwargs:
-        return _locals(*args, **kwargs)        # the error locals() raises
-    return LAYER.default_locals(_getframe(1))
-
-
-def _vars_dropping_self(_self, /, *args, **kwargs):
-    if args or kwargs:
-        return _vars(*args, **kwargs)
-    return LAYER.default_locals(_getframe(1))
-
-
-def _dir_dropping_self(_self, /, *args, **kwargs):
-    if args or kwargs:
-        return _dir(*args, **kwargs)
-    return _sorted(LAYER.default_locals(_getframe(1)))
-
-
-def _globals_dropping_self(_self, /, *args, **kwargs):
-    if args or kwargs:
-        return _globals(*args, **kwargs)
-    return _getframe(1).f_globals
+def _reading_the_callers(callee, read):
+    """``callee`` (``locals``, ``vars``, ``dir``, ``globals``) dropping the
+    object: without arguments, ``read(frame)`` of the frame calling it;
+    with some, ``callee`` itself (which reads none, or raises as plainly)."""
+    def reader(_self, /, *args, **kwargs):
+        if args or kwargs:
+            return callee(*args, **kwargs)
+        return read(_getframe(1))
+    return reader
 
 
 _getframe = sys._getframe
 _getframemodulename = getattr(sys, "_getframemodulename", None)
 _index = operator.index
-_locals, _vars, _dir, _globals, _sorted = (
-    builtins.locals, builtins.vars, builtins.dir, builtins.globals, builtins.sorted)
 _FRAME_READERS_DROPPING_SELF = {
     id(callee): reader for callee, reader in (
         (_getframe, _getframe_dropping_self),
         (_getframemodulename, _getframemodulename_dropping_self),
-        (_locals, _locals_dropping_self), (_vars, _vars_dropping_self),
-        (_dir, _dir_dropping_self), (_globals, _globals_dropping_self))
+        (locals, _reading_the_callers(locals, LAYER.default_locals)),
+        (vars, _reading_the_callers(vars, LAYER.default_locals)),
+        (dir, _reading_the_callers(dir, lambda frame: sorted(LAYER.default_locals(frame)))),
+        (globals, _reading_the_callers(globals, lambda frame: frame.f_globals)))
     if callee is not None}
 
 

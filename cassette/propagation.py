@@ -45,7 +45,7 @@ import types
 import warnings
 import weakref
 
-from . import dispatch, tagging
+from . import callables, dispatch, tagging
 from .context import checks_metadata_loss
 from .errors import MetadataLossError, MetadataLossWarning
 from ._singletons import NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_VALUE_SLOT
@@ -54,8 +54,8 @@ from .tagging import Meta, TaggedMeta, allowed_metadata, make_tagged, tag_of
 # code): its frames keep the program's builtins (see cassette/_builtins.py).
 from ._builtins import (BaseException, Exception, KeyError, TypeError, any, bool, callable,
                         dict, enumerate, frozenset, getattr, hash, id, isinstance, issubclass,
-                        iter, len, list, map, max, min, next, object, range, repr, set, setattr,
-                        slice, str, tuple, type, zip)
+                        iter, len, list, max, min, next, object, range, set, setattr, slice,
+                        str, tuple, type, zip)
 
 # Bound at import: a program may patch or delete anything of the standard
 # library; what cassette calls stays what it was (issue 35, item 2).
@@ -900,9 +900,8 @@ def checked_loss(ctx, callee, args, kwargs, out):
     if not (any(_carried(a, tag) for a in args)
             or (kwargs and any(_carried(v, tag) for v in kwargs.values()))):
         return out
-    for lossless in _SAYS_OF_ARGUMENTS:
-        if callee is lossless:
-            return out
+    if callables.is_one_of(callee, _SAYS_OF_ARGUMENTS):
+        return out
     message = _loss_message(ctx, callee, args, kwargs, out)
     if type(ctx).metadata_loss == "raise":
         raise MetadataLossError(message)
@@ -911,24 +910,18 @@ def checked_loss(ctx, callee, args, kwargs, out):
 
 
 def _loss_message(ctx, callee, args, kwargs, out):
+    # Names read from C slots only, as reports do (no program code runs).
+    from .cli.describe import callee_name, type_name
     tag = ctx.tag
-    ctx_name = type(ctx).__qualname__
+    ctx_name = type_name(type(ctx))
 
     def shown(value):
-        primal = type(_primal(value, tag)).__qualname__
+        primal = type_name(type(_primal(value, tag)))
         return f"Tagged[{primal}]" if tag_of(value) is tag else primal
 
     shown_args = [shown(a) for a in args] + [f"{k}={shown(v)}" for k, v in (kwargs or {}).items()]
-    name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", None)
-    module = getattr(callee, "__module__", None)
-    if type(name) is not str:
-        name = repr(callee)
-    elif type(module) is str and module not in ("builtins", "_operator"):
-        name = f"{module}.{name}"
-    elif module == "_operator":
-        name = f"operator.{name}"
-    return (f"{name}({', '.join(shown_args)}) has no handler under {ctx_name} and its "
-            f"{type(out).__qualname__} result carries none of its arguments' metadata "
+    return (f"{callee_name(callee)}({', '.join(shown_args)}) has no handler under {ctx_name} "
+            f"and its {type_name(type(out))} result carries none of its arguments' metadata "
             f"(register an execute handler for it, or set {ctx_name}.metadata_loss = 'drop')")
 
 
