@@ -347,7 +347,8 @@ sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "-p", "cassette", "--casse
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12),
-                    reason="collections start only between bytecodes from 3.12 on")
+                    reason="from 3.12 CPython starts collections only at the eval loop's "
+                           "checks between bytecodes, never inside the core's C code")
 def test_collections_starting_inside_the_core_corrupt_nothing(tmp_path):
     pytest.importorskip("networkx")
     pytest.importorskip("scipy")
