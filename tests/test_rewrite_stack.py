@@ -9,7 +9,6 @@ handler depths) over whole standard-library modules.
 
 import dis
 import importlib
-import os
 import types
 
 import pytest
@@ -154,52 +153,3 @@ def test_many_keywords_and_entries_run_overdubbed():
 
     assert cassette.overdub(Nothing(), _many_keywords, collect, 7) == _many_keywords(collect, 7)
     assert cassette.overdub(Nothing(), _many_entries, 3) == _many_entries(3)
-
-
-@pytest.mark.parametrize("name", MODULES + ["attr._make"])
-def test_rewritten_codes_location_table_stays_inside_its_code(name):
-    """The interpreter's walk of a location table (``co_lines``) must end
-    where the code ends: 3.11's tracing fills a per-instruction line array
-    from it, and the ``bytecode`` package can emit a table reaching past the
-    last instruction (attrs' ``attrs.<locals>.wrap``): the array overflowed
-    and the heap was corrupted under ``sys.settrace``."""
-    pytest.importorskip(name)
-    kinds = rewrite.kinds_for(Intercept.ALL)
-    checked = 0
-    for function in functions_of(importlib.import_module(name)):
-        for code in _code_objects(function.__code__):
-            rewritten = rewrite._rewritten_code(code, kinds, (), None)
-            reach = max((end for _, end, _ in rewritten.co_lines()), default=0)
-            assert reach <= len(rewritten.co_code), function.__qualname__
-            checked += 1
-    assert checked >= 5
-
-
-def test_attrs_under_a_tracer_does_not_corrupt_the_heap():
-    """The crash this guards against (3.11): attrs' class decorator
-    overdubbed while ``sys.settrace`` is active, in a fresh interpreter
-    whose allocator checks every block."""
-    pytest.importorskip("attrs")
-    import subprocess
-    import sys
-    import textwrap
-    script = textwrap.dedent("""
-        import sys, attrs, cassette
-        def program():
-            @attrs.define
-            class Dims:
-                w: int = attrs.field(default=1)
-                h: int = 2
-            return Dims(3).w + Dims(4).h
-        class Nothing(cassette.Context):
-            pass
-        def trace(frame, event, arg):
-            return trace
-        sys.settrace(trace)
-        print(cassette.overdub(Nothing(), program))
-    """)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          env={**os.environ, "PYTHONMALLOC": "debug",
-                               "CASSETTE_NO_DISK_CACHE": "1"})
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "5"

@@ -35,6 +35,34 @@ _LOCAL_STORES = {dis.opmap[name]: form for name, form in (
     ("STORE_FAST_LOAD_FAST", 2), ("STORE_FAST_STORE_FAST", 3)) if name in dis.opmap}
 
 
+def _location_entry_end(table, index, kind):
+    """Where the location entry of ``kind`` whose body starts at ``index``
+    of ``table`` ends (see ``Layer.fit_location_table``)."""
+    if kind < 10:
+        return index + 1
+    if kind < 13:
+        return index + 2
+    varints = 1 if kind == 13 else 4 if kind == 14 else 0
+    for _ in range(varints):
+        while index < len(table) and table[index] & 0x40:
+            index += 1
+        index += 1
+    return index
+
+
+def _location_varint(value):
+    encoded = bytearray()
+    while True:
+        group, value = value & 0x3F, value >> 6
+        encoded.append(group | (0x40 if value else 0))
+        if not value:
+            return encoded
+
+
+def _location_svarint(value):
+    return _location_varint((-value) << 1 | 1 if value < 0 else value << 1)
+
+
 class StackTag(enum.Enum):
     """What the rewriter knows about one stack value."""
 
@@ -182,47 +210,64 @@ class Layer:
     # -- emission -----------------------------------------------------------
 
     def fit_location_table(self, code):
-        """``code`` with its location table (``co_linetable``) covering
-        exactly its instructions.  The ``bytecode`` package can emit entries
-        reaching past the end of the code; 3.11's tracing builds its
-        per-instruction line array from the table and writes past the
-        array's end for such code (heap corruption, then a crash).  How far
-        the table reaches is measured by the interpreter's own walk
-        (``co_lines``); the excess is taken off the entries before the last
-        one (the last entry, the final instruction's location, is kept
-        whole).
+        """``code`` with a location table (``co_linetable``) that the
+        interpreter's two readers of it read alike, covering exactly its
+        instructions.
 
-        Format (3.11 on): each entry starts with a byte whose top bit is set;
-        its low three bits are the number of code units it covers, minus
-        one; the bytes after it, up to the next entry, have the top bit
-        clear."""
-        excess = (max((end for _, end, _ in code.co_lines()), default=0)
-                  - len(code.co_code)) // 2
-        if excess <= 0:
-            return code         # the interpreter's own walk stays inside the code
+        Each entry of the table starts with a byte whose top bit is set and
+        every other byte has it clear: the interpreter's line walker (behind
+        ``co_lines`` and 3.11's tracing) finds entries by that bit alone, its
+        position reader (behind ``co_positions`` and tracebacks) by their
+        formats.  The ``bytecode`` package writes a column of 128 to 255 as
+        one raw byte of the one-line form, which the line walker takes for
+        an entry of its own: the lines it gives are off from there on,
+        ``co_lines`` reaches past the code, and 3.11's tracing, which fills
+        a per-instruction line array from that walk, writes past the
+        array's end (heap corruption, then a crash).  Such an entry is
+        written in the long form, as CPython's compiler writes it; entries
+        reaching past the last instruction are cut there.  A table this
+        layer cannot read is left as it is.
+
+        Format (3.11 on; ``Objects/locations.md`` in CPython): the first
+        byte is ``0x80 | kind << 3 | (code units - 1)``; kinds 0-9 (short
+        form) have one byte more, 10-12 (one line) two column bytes, 13 (no
+        columns) a signed varint, 14 (long form) a signed and three unsigned
+        varints, 15 (no location) nothing.  A varint is 6-bit groups, least
+        significant first, 0x40 set on all but the last."""
+        reach = max((end for _, end, _ in code.co_lines()), default=0)
+        if reach == len(code.co_code):
+            # The package covers every instruction, and an entry the walker
+            # wrongly finds adds to its reach: none here.
+            return code
         table = code.co_linetable
-        starts = [index for index, byte in enumerate(table) if byte & 0x80]
-        lengths = [(table[index] & 7) + 1 for index in starts]
-        fitted = bytearray(table)
-        removed = []
-        for entry in range(len(starts) - 2, -1, -1):
-            if excess <= 0:
-                break
-            taken = min(excess, lengths[entry])
-            excess -= taken
-            if taken == lengths[entry]:
-                removed.append(entry)
+        units_left = len(code.co_code) // 2
+        fitted = bytearray()
+        changed = False
+        index, size = 0, len(table)
+        while index < size and units_left > 0:
+            head = table[index]
+            if not head & 0x80:
+                return code
+            kind, units = (head >> 3) & 15, (head & 7) + 1
+            following = _location_entry_end(table, index + 1, kind)
+            if following > size:
+                return code
+            if 10 <= kind <= 12 and (table[index + 1] | table[index + 2]) & 0x80:
+                body = (_location_svarint(kind - 10) + _location_varint(0)
+                        + _location_varint(table[index + 1] + 1)
+                        + _location_varint(table[index + 2] + 1))
+                kind, changed = 14, True
             else:
-                index = starts[entry]
-                fitted[index] = (table[index] & ~7) | (lengths[entry] - taken - 1)
-        if excess > 0:
-            return code         # not a table this layer knows how to fit
-        bounds = starts + [len(table)]
-        kept = bytearray()
-        for entry in range(len(starts)):
-            if entry not in removed:
-                kept += fitted[bounds[entry]:bounds[entry + 1]]
-        return code.replace(co_linetable=bytes(kept))
+                body = table[index + 1:following]
+            if units > units_left:
+                units, changed = units_left, True
+            fitted.append(0x80 | kind << 3 | (units - 1))
+            fitted += body
+            units_left -= units
+            index = following
+        if index < size:
+            changed = True          # entries wholly past the last instruction
+        return code.replace(co_linetable=bytes(fitted)) if changed else code
 
     def call_constant(self, const, nargs, location):
         """Call ``const`` with the top ``nargs`` stack values; push the result.
