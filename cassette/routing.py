@@ -116,6 +116,10 @@ _CALLED_BY_NAME = {
     "asyncio.base_tasks": ("_task_repr", "_task_get_stack", "_task_print_stack"),
     "asyncio.base_futures": ("_future_repr",),
     "asyncio.events": ("get_event_loop_policy",),
+    # 3.11's _asyncio keeps these in static storage (3.12+: module state).
+    "asyncio.coroutines": ("iscoroutine",),
+    "inspect": ("isgenerator",),
+    "traceback": ("extract_stack",),
     # re.sub with a template string: _sre calls re._subx (3.11) or
     # re._compile_template (3.12+) by name.
     "re": ("_subx", "_compile_template"),

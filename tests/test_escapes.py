@@ -670,10 +670,43 @@ def datetime_strptime():
             tuple(time.strptime("5 Mar 24", "%d %b %y"))[:6])
 
 
+def asyncio_task_of_a_coroutine_class():
+    """A task of a coroutine that is not the interpreter's: ``_asyncio``
+    calls ``asyncio.iscoroutine`` on it from C, once per class (3.11 keeps
+    the function in static storage, 3.12+ in its module state)."""
+    import asyncio
+    import collections.abc
+
+    class Steps(collections.abc.Coroutine):      # a new class: C asks again
+        def __init__(self, n):
+            self.n, self.done = n, 0
+
+        def send(self, value):
+            if self.done == self.n:
+                raise StopIteration(self.done * 10)
+            self.done += 1
+
+        def throw(self, *exc):
+            raise exc[-1]
+
+        def close(self):
+            pass
+
+        def __await__(self):
+            return self
+
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(loop.create_task(Steps(3)))
+    finally:
+        loop.close()
+
+
 FETCHED_FROM_C = [pickle_module_function, pickle_class_method, pickle_toolz_curry,
                   pydantic_field_defaults,
                   named_tuple_class_statement, typed_dict_class_statement, custom_mro_entries,
-                  pickle_with_a_dispatch_table_reducer, element_tree_deepcopy, datetime_strptime]
+                  pickle_with_a_dispatch_table_reducer, element_tree_deepcopy, datetime_strptime,
+                  asyncio_task_of_a_coroutine_class]
 
 
 @pytest.mark.parametrize("program", FETCHED_FROM_C, ids=[p.__name__ for p in FETCHED_FROM_C])
