@@ -46,6 +46,10 @@ pytest-asyncio, anyio, ``IsolatedAsyncioTestCase``…) run plainly and are
 reported as not overdubbed, as are items that are not Python test functions
 (doctests, other plugins' items).
 
+Hypothesis's time limits (its ``deadline`` and the ``too_slow`` health
+check) are off in an overdubbed session: overdubbing is slower, and a limit
+of speed is not something the test does.
+
 With ``--cassette-escapes``, each overdubbed call is watched by
 :func:`cassette.count_escapes`; the summary gives the total, the tests with
 most escapes and the code that escaped most often.
@@ -60,6 +64,7 @@ import collections
 import functools
 import importlib
 import inspect
+import sys
 from typing import Any, Callable
 
 import pytest
@@ -188,6 +193,18 @@ class OverdubbingSession:
 
     # -- running the tests -------------------------------------------------
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Hypothesis limits the time of each example (its ``deadline``,
+        200 ms by default) and fails a test whose data takes long to make
+        (the ``too_slow`` health check): limits of speed, which
+        overdubbing's slowdown breaks though nothing the test does changed.
+        Once every conftest has loaded its profile, a profile of the same
+        settings without both is loaded; a test's own ``@settings`` still
+        rule it."""
+        hypothesis = sys.modules.get("hypothesis")
+        if hypothesis is not None:
+            _load_profile_without_time_limits(hypothesis)
+
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_call(self, item: pytest.Item):
         """Classify the item before any plugin's ``runtest`` wraps its
@@ -303,6 +320,20 @@ class OverdubbingSession:
         terminalreporter.write_sep("-", "cassette")
         for line in self.summary_lines():
             terminalreporter.write_line(f"cassette: {line}" if not line.startswith(" ") else line)
+
+
+#: The Hypothesis profile an overdubbed session loads.
+HYPOTHESIS_PROFILE = "cassette-overdubbed"
+
+
+def _load_profile_without_time_limits(hypothesis: Any) -> None:
+    settings, too_slow = hypothesis.settings, hypothesis.HealthCheck.too_slow
+    current = settings.default
+    suppressed = tuple(current.suppress_health_check)
+    settings.register_profile(HYPOTHESIS_PROFILE, settings(
+        current, deadline=None,
+        suppress_health_check=suppressed + ((too_slow,) if too_slow not in suppressed else ())))
+    settings.load_profile(HYPOTHESIS_PROFILE)
 
 
 # -- the built-in contexts, made when first asked for (importing this module

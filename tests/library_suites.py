@@ -96,10 +96,11 @@ LIBRARIES = {
         Library("attrs", default=("tests",), full=("tests",), sdist=True,
                 needs=("hypothesis", "pympler", "cloudpickle")),
         Library("jinja2", default=("tests",), full=("tests",), sdist=True,
-                needs=("markupsafe",)),
-        Library("pyparsing", default=("tests",), full=("tests",), sdist=True),
+                needs=("markupsafe", "trio")),
+        Library("pyparsing", default=("tests",), full=("tests",), sdist=True,
+                needs=("railroad-diagrams", "jinja2")),
         Library("python-dateutil", default=("tests",), full=("tests",), sdist=True,
-                needs=("hypothesis", "freezegun")),
+                needs=("hypothesis", "freezegun", "pytest-cov")),
     )
 }
 

@@ -358,6 +358,48 @@ def test_loaded_by_name_when_autoloading_is_off(sample, plain, name):
     assert summary(output)[0].startswith(f"cassette: {RAN_OVERDUBBED} tests ran overdubbed")
 
 
+HYPOTHESIS_CONFTEST = """
+from datetime import timedelta
+from hypothesis import settings
+
+def pytest_configure(config):
+    settings.register_profile("strict", deadline=timedelta(milliseconds=1), max_examples=3,
+                              database=None)
+    settings.load_profile("strict")
+"""
+
+HYPOTHESIS_TESTS = """
+import time
+from datetime import timedelta
+from hypothesis import given, settings, strategies as st
+
+@given(st.integers())
+def test_slower_than_the_profile_allows(n):
+    time.sleep(0.005)
+
+@settings(deadline=timedelta(milliseconds=1), max_examples=3, database=None)
+@given(st.integers())
+def test_slower_than_its_own_settings_allow(n):
+    time.sleep(0.005)
+"""
+
+
+def test_hypothesis_time_limits_are_off_but_a_tests_own_settings_rule(tmp_path):
+    """Overdubbing is slower; a Hypothesis deadline (here a conftest
+    profile's 1 ms) is a limit of speed, not of what the test does."""
+    pytest.importorskip("hypothesis")
+    (tmp_path / "conftest.py").write_text(HYPOTHESIS_CONFTEST)
+    (tmp_path / "test_timed.py").write_text(HYPOTHESIS_TESTS)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    slow, own = "test_timed::test_slower_than_the_profile_allows", \
+        "test_timed::test_slower_than_its_own_settings_allow"
+    outcomes, output, _ = run_pytest(tmp_path, "test_timed.py")
+    assert outcomes == {slow: "failed", own: "failed"}, output
+    assert "DeadlineExceeded" in output, output
+    outcomes, output, _ = run_pytest(tmp_path, "--cassette", "noop", "test_timed.py")
+    assert outcomes == {slow: "passed", own: "failed"}, output
+
+
 def test_without_the_option_the_plugin_does_nothing(pytestconfig, tmp_path):
     """This suite runs with the plugin loaded: it registered nothing else,
     and in a run without ``--cassette`` a test runs as it is."""
