@@ -30,6 +30,7 @@ from ._builtins import (AttributeError, BaseException, StopIteration, any, bool,
 # library; what cassette calls stays what it was (issue 35, item 2).
 _partial = functools.partial
 _ref = weakref.ref
+_ReferenceType = weakref.ReferenceType
 
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
@@ -167,9 +168,12 @@ class Runtime:
         if len(self._young) + len(self._old) >= CACHE_MAX:     # no collection for long
             self.forget_dynamic(True)
         survivor = self._survivors.get(id(callee))
-        # (A function is noted by its entry, which holds it weakly: it may
-        # die before any collection.)
-        noted = (cache, key, cache[key] if type(callee) is _FunctionType else callee)
+        # A function is noted by its entry's weak reference: it may die
+        # before any collection, and its entry (the target, the cells it
+        # holds) with it; the note must keep neither alive.
+        entry = cache[key]
+        noted = (cache, key, entry.ref if type(entry) is FunctionEntry and entry.ref is not None
+                 else callee)
         if survivor is not None and survivor() is callee:
             self._old.append(noted)
         else:
@@ -194,11 +198,12 @@ class Runtime:
                                    if ref() is not None}
         survivors = self._survivors
         for cache, key, callee in noted:
-            if type(callee) is FunctionEntry:
-                if cache.get(key) is not callee:
+            if type(callee) is _ReferenceType:      # a function's entry
+                entry = cache.get(key)
+                if entry is None or entry.ref is not callee:
                     continue        # (dropped with its function, or replaced)
-                callee.forget()     # (its weak reference stays: see FunctionEntry.forget)
-                callee = callee.ref()
+                entry.forget()      # (its weak reference stays: see FunctionEntry.forget)
+                callee = callee()
                 if callee is None:
                     continue
             else:

@@ -230,11 +230,47 @@ def local_class_met_by_a_handler_chosen_by_types():
     return total, young, len(Base.__subclasses__())
 
 
+class Finalized:
+    """Notes its own finalization: pyparsing's ``Forward.__del__`` warns
+    from there, and its suite checks the warning."""
+
+    finalized = []
+
+    def __init__(self, items):
+        # On 3.11 a comprehension is a function of its own, a closure over
+        # ``self`` (3.12 inlines it).
+        self.items = [x for x in items if x is not self]
+
+    def __del__(self):
+        Finalized.finalized.append(id(self))
+
+
+def object_a_comprehension_closed_over_dies_when_dropped():
+    # No collection: it must die by its reference count, at once.
+    made = Finalized([1, 2])
+    ident = id(made)
+    del made
+    return ident in Finalized.finalized
+
+
+def object_a_called_closure_held_dies_when_dropped():
+    made = Finalized([3])
+
+    def peek():
+        return made.items
+    peek()
+    ident = id(made)
+    del made, peek
+    return ident in Finalized.finalized
+
+
 PROGRAMS = [class_replaced_by_a_builder, class_replaced_after_a_builder_ran_twice,
             closure_over_a_class_in_a_list_the_class_holds, closure_with_a_default_reaching_it,
             function_made_by_exec_in_its_own_namespace, local_function_dropped,
             local_function_called_as_an_attribute, callable_instance_of_a_local_class,
-            local_class_met_by_a_handler_chosen_by_types]
+            local_class_met_by_a_handler_chosen_by_types,
+            object_a_comprehension_closed_over_dies_when_dropped,
+            object_a_called_closure_held_dies_when_dropped]
 if sys.version_info >= (3, 13):        # (__firstlineno__ is 3.13's)
     PROGRAMS.append(slots_dataclass_replacing_its_class)
 

@@ -791,7 +791,11 @@ cdef class Runtime:
     cdef void _note_forgettable(self, tuple noted, callee) except *:
         """Note an entry kept for ``callee`` that may keep it alive, to be
         forgotten at the next collection, or at the next of the older
-        generations once ``callee`` was seen to survive one."""
+        generations once ``callee`` was seen to survive one.  ``noted`` is
+        ``(holder, key, x)``: a function's entry in a list is noted by its
+        weak reference, never by itself — the note must not keep the entry,
+        and so the target and the cells it holds, alive after the function
+        dies."""
         cdef PyObject *ref
         if len(self._young) + len(self._old) >= CACHE_MAX:     # no collection for long
             self._forget_now(True)
@@ -840,10 +844,13 @@ cdef class Runtime:
                 if found != <PyObject *>None and (<Recent>found).callee is callee:
                     self._recent[slot] = None
             elif type(holder) is list:
-                if (<list>holder)[<Py_ssize_t>noted[1]] is not noted[2]:
+                # A function's entry, noted by its weak reference: the entry
+                # dies with the function, before any collection.
+                current = (<list>holder)[<Py_ssize_t>noted[1]]
+                if current is None or (<FunctionEntry>current).ref is not noted[2]:
                     continue
-                (<FunctionEntry>noted[2]).forget()
-                callee = <object>cassette_weakref_target((<FunctionEntry>noted[2]).ref)
+                (<FunctionEntry>current).forget()
+                callee = <object>cassette_weakref_target(noted[2])
             else:
                 (<MethodSite>holder).forget(<int>noted[1], noted[2])
                 callee = noted[2]
@@ -1202,7 +1209,7 @@ cdef class Runtime:
         entry.target = target
         self._transient[slot] = entry
         if not weakly:
-            self._note_forgettable((self._transient, slot, entry), f)
+            self._note_forgettable((self._transient, slot, entry.ref), f)
 
     def method(self, obj, name):
         """For ``obj.name(…)``: M such that ``M(obj, …)`` makes the call."""
@@ -1485,7 +1492,7 @@ cdef class Runtime:
         entry.ref = PyWeakref_NewRef(function, _forget_entry(self._weak_bodies, slot))
         self._weak_bodies[slot] = entry
         if not weakly:
-            self._note_forgettable((self._weak_bodies, slot, entry), function)
+            self._note_forgettable((self._weak_bodies, slot, entry.ref), function)
 
     def bind(self, template, escapes=False):
         """``template``'s code with its slots bound to this runtime, the
