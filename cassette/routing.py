@@ -120,9 +120,9 @@ _CALLED_BY_NAME = {
     "asyncio.coroutines": ("iscoroutine",),
     "inspect": ("isgenerator",),
     "traceback": ("extract_stack",),
-    # re.sub with a template string: _sre calls re._subx (3.11) or
-    # re._compile_template (3.12+) by name.
-    "re": ("_subx", "_compile_template"),
+    # re.sub with a template string and match.expand: _sre calls re._subx
+    # and re._expand (3.11) or re._compile_template (3.12+) by name.
+    "re": ("_subx", "_expand", "_compile_template"),
     # int <-> str conversions of huge numbers (int(s), str(n)).
     "_pylong": ALL_FUNCTIONS,
     # C extension modules build their named tuples at import (_decimal).

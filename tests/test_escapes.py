@@ -493,16 +493,18 @@ def test_python_code_called_from_c_does_not_escape(program, make):
 def test_re_sub_with_a_template_runs_overdubbed():
     """re.sub with a template string: the regular-expression engine calls
     re's Python helpers by name (3.11: ``_subx``, which returns the function
-    it then calls for each match; 3.12+: ``_compile_template``)."""
+    it then calls for each match, and ``_expand`` for ``match.expand``;
+    3.12+: ``_compile_template``)."""
     import re
 
     def substitute(text):
-        return re.sub(r"(a)(b)?", r"\1-\2", text)
+        expanded = re.match(r"(a)(b)?", text).expand(r"<\1\2>")    # 3.11: re._expand
+        return re.sub(r"(a)(b)?", r"\1-\2", text) + expanded
 
     plain = substitute("aab x")
     with cassette.count_escapes() as escapes:
         dubbed = cassette.overdub(Counting(metadata=[]), substitute, "aab x")
-    assert dubbed == plain == "a-a-b x"
+    assert dubbed == plain == "a-a-b x<a>"
     assert escapes.total == 0, escapes.frames.most_common(3)
 
 
