@@ -90,6 +90,7 @@ cdef extern from "_core_src/routing.h":
     object cassette_live_referents(object obj)
     int cassette_route_function(object func, int protocol)
     bint cassette_is_routed(object func)
+    void cassette_watch_module_fetches(int begin)
     object cassette_plain_call(object func, PyObject **args, size_t nargsf, PyObject *kwnames)
 
 

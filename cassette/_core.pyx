@@ -85,4 +85,4 @@ def install_routing():
     runtime imports the core for its entry only, and has no trampoline
     that would recognise its code)."""
     _install_attribute_load_pin()
-    routing.install(route, class_seen, note_class_seen, type_defines)
+    routing.install(route, class_seen, note_class_seen, type_defines, watch_module_fetches)

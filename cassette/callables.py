@@ -6,6 +6,7 @@ first).  ``body_kind`` says whether cassette can run a callee's body
 overdubbed (reference §3.3) and how.
 """
 
+import _imp
 import builtins
 import ctypes
 import dis
@@ -389,6 +390,8 @@ SOURCE = "source"                  # exec / eval: run the code they are given re
 BUILD_CLASS = "build_class"        # __build_class__: run the class body rewritten
 ARRAY_FUNCTION = "array_function"  # a numpy dispatcher of a Python implementation: numpy's
                                    # __array_function__ protocol, overdubbed
+EXTENSION_LOAD = "extension"       # _imp.create_dynamic / exec_dynamic: a compiled module
+                                   # loads, what it fetches routed
 
 #: Callees that read their caller's frame; they run as called, never from a
 #: trampoline frame, and hooks do not see them.  (``exec``/``eval`` read it
@@ -398,6 +401,7 @@ FRAME_SENSITIVE = (super, locals, vars, dir, globals, sys._getframe,
     (sys._getframemodulename,) if hasattr(sys, "_getframemodulename") else ())
 
 _SOURCE_RUNNERS = (exec, eval)
+_EXTENSION_LOADERS = (_imp.create_dynamic, _imp.exec_dynamic)
 _BUILD_CLASS = builtins.__build_class__
 _TYPE_CALL = type.__dict__["__call__"]
 
@@ -729,6 +733,8 @@ def body_kind(callee):
             return SOURCE
         if callee is _BUILD_CLASS:
             return BUILD_CLASS
+        if is_one_of(callee, _EXTENSION_LOADERS):
+            return EXTENSION_LOAD
         return None
     if kind is MethodType:
         return None

@@ -7,6 +7,7 @@ how a class is instantiated — is computed here, once, and cached by them.
 """
 
 import __future__
+import _imp
 import builtins
 import functools
 import operator
@@ -29,6 +30,7 @@ from ._builtins import (AssertionError, BaseException, Exception, TypeError, boo
 # Bound at import: a program may patch or delete anything of the standard
 # library; what cassette calls stays what it was (issue 35, item 2).
 _CodeType = types.CodeType
+_create_dynamic = _imp.create_dynamic
 _FunctionType = types.FunctionType
 _MethodType = types.MethodType
 _getframe = sys._getframe
@@ -432,6 +434,8 @@ def body_of(runtime, decision):
         return _partial(build_class, runtime)
     if kind == callables.ARRAY_FUNCTION:
         return runtime.array_function(callee)
+    if kind == callables.EXTENSION_LOAD:
+        return _partial(load_extension, callee)
     raise AssertionError(f"unknown body kind {kind!r}")
 
 
@@ -551,6 +555,26 @@ def run_source(runtime, evaluate, /, *args, **kwargs):
     except BaseException as exception:
         callables.drop_library_entries(exception)
         raise
+
+
+@callables.acts_for_program
+def load_extension(load, /, *args, **kwargs):
+    """The body of ``_imp.create_dynamic`` and ``_imp.exec_dynamic``
+    (``load``): the same call, with the Python functions the compiled
+    module fetches while it loads routed (``routing.begin_extension_load``),
+    which its C code calls on behalf of the code that imported it."""
+    target = args[0] if args else None
+    routing.begin_extension_load(target)
+    module = None
+    try:
+        result = load(*args, **kwargs)
+        module = result if load is _create_dynamic else target
+        return result
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
+    finally:
+        routing.end_extension_load(module)
 
 
 def program_frame():

@@ -34,6 +34,9 @@ This module decides what to route:
   ``traceback.extract_stack``, ``_elementtree``'s ``copy.deepcopy``,
   ``_pickle``'s reducers of ``copyreg.dispatch_table``), found through the
   garbage collector's traversal of the module, which runs no code;
+* for a compiled module loading on behalf of overdubbed code
+  (:func:`begin_extension_load`), whatever a module attribute read returns
+  while it loads: its initialisation fetches the functions it will call;
 * for a ``class`` statement (:func:`route_bases`), the ``__mro_entries__``
   of its bases that are not classes (``typing.NamedTuple``'s);
 * for ``pickle.loads`` called on behalf of overdubbed code
@@ -97,6 +100,7 @@ _MethodWrapperType = types.MethodWrapperType
 _WrapperDescriptorType = types.WrapperDescriptorType
 
 _route = None               # the core's routing primitive, once installed
+_watch_module_fetches = None
 _modules_seen = -1          # len(sys.modules) at the last process scan
 _class_seen = _note_class_seen = _type_defines = None
 #: Module functions the interpreter calls itself: in every module, and in
@@ -171,15 +175,18 @@ METHODS_CALLED_BY_NAME = frozenset({
 })
 
 
-def install(route, class_seen, note_class_seen, type_defines):
+def install(route, class_seen, note_class_seen, type_defines, watch_module_fetches):
     """Install the core's primitives: ``route(function, protocol)`` routes
     one Python function; ``class_seen(cls)`` and ``note_class_seen(cls)``
     remember which versions of classes were routed already;
     ``type_defines(cls, names)`` tells whether the MRO of ``cls`` defines
-    one of ``names`` (the interpreter's cached lookup)."""
-    global _route, _class_seen, _note_class_seen, _type_defines
+    one of ``names`` (the interpreter's cached lookup);
+    ``watch_module_fetches(begin)`` begins or ends a span in which what
+    module attribute reads return is routed."""
+    global _route, _class_seen, _note_class_seen, _type_defines, _watch_module_fetches
     _route, _class_seen, _note_class_seen = route, class_seen, note_class_seen
     _type_defines = type_defines
+    _watch_module_fetches = watch_module_fetches
 
 
 #: The names under which routing met a property with a Python getter (never
@@ -543,6 +550,49 @@ def _note_compiled_modules():
             path = module.__dict__.get("__file__")
             if type(path) is str and path.endswith(_EXTENSION_SUFFIXES):
                 _compiled_packages.add(name.partition(".")[0])
+
+
+def begin_extension_load(spec_or_module):
+    """A compiled module is about to be created (``_imp.create_dynamic(spec)``)
+    or executed (``_imp.exec_dynamic(module)``) on behalf of overdubbed
+    code.  Its package is noted as compiled now, and the functions of its
+    modules already imported are routed (:func:`_in_compiled_package`);
+    until :func:`end_extension_load`, what module attribute reads return
+    is routed: the module's initialisation fetches Python functions to
+    call from C, then or later (Cython's ``from abc import abstractmethod``,
+    numpy's ``numpy.dtypes._add_dtype_helper``, ``threading.RLock``)."""
+    if _route is None:
+        return
+    if type(spec_or_module) is _ModuleType:
+        namespace = getattr(spec_or_module, "__dict__", None)
+        name = namespace.get("__name__") if type(namespace) is dict else None
+    else:
+        name = callables.static_attribute(spec_or_module, "name")
+    if type(name) is str:
+        package = name.partition(".")[0]
+        if package not in _compiled_packages:
+            _compiled_packages.add(package)
+            for loaded_name, module in list(_modules.items()):
+                if (type(loaded_name) is str and type(module) is _ModuleType
+                        and loaded_name.partition(".")[0] == package):
+                    namespace = getattr(module, "__dict__", None)
+                    if type(namespace) is dict:
+                        route_module(namespace)
+    _watch_module_fetches(True)
+
+
+def end_extension_load(module):
+    """The load :func:`begin_extension_load` announced has ended; ``module``
+    is the compiled module (None if it failed): the functions it keeps in
+    its state or namespace are routed."""
+    if _route is None:
+        return
+    _watch_module_fetches(False)
+    if type(module) is _ModuleType:
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is dict:
+            route_module(namespace)
+        _route_extension_state(module)
 
 
 def _in_compiled_package(module_name):

@@ -162,3 +162,10 @@ def class_seen(cls):
 def note_class_seen(cls):
     """Note that the current version of ``cls`` was routed."""
     cassette_class_saw(<PyTypeObject *>cls)
+
+
+def watch_module_fetches(bint begin):
+    """Begin (``begin`` true) or end the load of a compiled module on
+    behalf of overdubbed code: meanwhile, what a module attribute read
+    returns is routed (see ``cassette_module_getattro``)."""
+    cassette_watch_module_fetches(begin)
