@@ -392,6 +392,8 @@ ARRAY_FUNCTION = "array_function"  # a numpy dispatcher of a Python implementati
                                    # __array_function__ protocol, overdubbed
 EXTENSION_LOAD = "extension"       # _imp.create_dynamic / exec_dynamic: a compiled module
                                    # loads, what it fetches routed
+FETCHING_CALL = "fetching"         # breakpoint: fetches what it calls by name at each
+                                   # call, what it fetches routed
 
 #: Callees that read their caller's frame; they run as called, never from a
 #: trampoline frame, and hooks do not see them.  (``exec``/``eval`` read it
@@ -402,6 +404,7 @@ FRAME_SENSITIVE = (super, locals, vars, dir, globals, sys._getframe,
 
 _SOURCE_RUNNERS = (exec, eval)
 _EXTENSION_LOADERS = (_imp.create_dynamic, _imp.exec_dynamic)
+_FETCHING_CALLS = (builtins.breakpoint, sys.__breakpointhook__)
 _BUILD_CLASS = builtins.__build_class__
 _TYPE_CALL = type.__dict__["__call__"]
 
@@ -735,6 +738,8 @@ def body_kind(callee):
             return BUILD_CLASS
         if is_one_of(callee, _EXTENSION_LOADERS):
             return EXTENSION_LOAD
+        if is_one_of(callee, _FETCHING_CALLS):
+            return FETCHING_CALL
         return None
     if kind is MethodType:
         return None

@@ -436,6 +436,8 @@ def body_of(runtime, decision):
         return runtime.array_function(callee)
     if kind == callables.EXTENSION_LOAD:
         return _partial(load_extension, callee)
+    if kind == callables.FETCHING_CALL:
+        return _partial(call_fetching, callee)
     raise AssertionError(f"unknown body kind {kind!r}")
 
 
@@ -575,6 +577,22 @@ def load_extension(load, /, *args, **kwargs):
         raise
     finally:
         routing.end_extension_load(module)
+
+
+@callables.acts_for_program
+def call_fetching(callee, /, *args, **kwargs):
+    """The body of a C function that fetches the Python function it calls
+    from a module at each call (``breakpoint``, ``sys.breakpointhook``'s
+    default): the same call, with what it fetches routed
+    (``routing.begin_fetching_call``)."""
+    routing.begin_fetching_call()
+    try:
+        return callee(*args, **kwargs)
+    except BaseException as exception:
+        callables.drop_library_entries(exception)
+        raise
+    finally:
+        routing.end_fetching_call()
 
 
 def program_frame():

@@ -581,6 +581,27 @@ def begin_extension_load(spec_or_module):
     _watch_module_fetches(True)
 
 
+def begin_fetching_call():
+    """A C function that fetches what it calls from modules at each call
+    is about to be called on behalf of overdubbed code (``breakpoint``,
+    whose default hook imports ``$PYTHONBREAKPOINT``, ``pdb.set_trace``,
+    and calls it): the hooks of ``sys`` it may call are routed, and until
+    :func:`end_fetching_call` what module attribute reads return is."""
+    if _route is None:
+        return
+    for name in _SYS_HOOKS:
+        hook = getattr(sys, name, None)
+        if type(hook) is not _BuiltinFunctionType:
+            route_argument(hook)
+    _watch_module_fetches(True)
+
+
+def end_fetching_call():
+    """The call :func:`begin_fetching_call` announced has returned."""
+    if _route is not None:
+        _watch_module_fetches(False)
+
+
 def end_extension_load(module):
     """The load :func:`begin_extension_load` announced has ended; ``module``
     is the compiled module (None if it failed): the functions it keeps in

@@ -672,6 +672,32 @@ def datetime_strptime():
             tuple(time.strptime("5 Mar 24", "%d %b %y"))[:6])
 
 
+def breakpoint_calls_what_pdb_holds():
+    """``breakpoint()``'s default hook imports ``pdb`` and fetches
+    ``pdb.set_trace`` at each call, from C; the program replaced it (as
+    pyparsing's ``testSetBreak`` does), and also calls the hook directly
+    and through a replaced ``sys.breakpointhook``."""
+    import pdb
+    called = []
+
+    def set_trace(*args, **kwargs):
+        called.append("pdb")
+
+    def hook(*args, **kwargs):
+        called.append("hook")
+
+    saved, saved_hook = pdb.set_trace, sys.breakpointhook
+    pdb.set_trace = set_trace
+    try:
+        breakpoint()
+        sys.__breakpointhook__()
+        sys.breakpointhook = hook
+        breakpoint()
+    finally:
+        pdb.set_trace, sys.breakpointhook = saved, saved_hook
+    return called
+
+
 def asyncio_task_of_a_coroutine_class():
     """A task of a coroutine that is not the interpreter's: ``_asyncio``
     calls ``asyncio.iscoroutine`` on it from C, once per class (3.11 keeps
@@ -708,7 +734,7 @@ FETCHED_FROM_C = [pickle_module_function, pickle_class_method, pickle_toolz_curr
                   pydantic_field_defaults,
                   named_tuple_class_statement, typed_dict_class_statement, custom_mro_entries,
                   pickle_with_a_dispatch_table_reducer, element_tree_deepcopy, datetime_strptime,
-                  asyncio_task_of_a_coroutine_class]
+                  asyncio_task_of_a_coroutine_class, breakpoint_calls_what_pdb_holds]
 
 
 @pytest.mark.parametrize("program", FETCHED_FROM_C, ids=[p.__name__ for p in FETCHED_FROM_C])
