@@ -119,7 +119,6 @@ _CALLED_BY_NAME = {
     "typing": ("_generic_class_getitem", "_generic_init_subclass", "_typevar_subst"),
     "asyncio.base_tasks": ("_task_repr", "_task_get_stack", "_task_print_stack"),
     "asyncio.base_futures": ("_future_repr",),
-    "asyncio.events": ("get_event_loop_policy",),
     # 3.11's _asyncio keeps these in static storage (3.12+: module state).
     "asyncio.coroutines": ("iscoroutine",),
     "inspect": ("isgenerator",),
@@ -139,6 +138,13 @@ _CALLED_BY_NAME = {
     # collector's sight (pydantic-core's field defaults: a static cell of
     # Rust holds copy.deepcopy).
     "copy": ("deepcopy", "copy"),
+    # os.fork calls the hooks os.register_at_fork registered, from C; the
+    # interpreter keeps them in its own state, out of any traversal's sight.
+    # (Registered by overdubbed code, they were routed as arguments.)
+    "logging": ("_acquireLock", "_releaseLock", "_prepareFork", "_afterFork",
+                "_after_at_fork_child_reinit_locks"),
+    "threading": ("_after_fork",),
+    "asyncio.events": ("get_event_loop_policy", "on_fork"),
     # numpy's C code calls these modules' functions by name: ndarray methods
     # (sum, any, max, mean ... in _methods), repr and str of arrays and
     # dtypes, error-state callbacks, linalg's error raisers.  (numpy has

@@ -841,6 +841,35 @@ def test_what_a_compiled_module_fetches_while_it_loads_runs_overdubbed(program, 
     assert escapes == "0", done.stderr[-3000:]
 
 
+FORKING = textwrap.dedent("""
+    import logging, os, sys, cassette
+    class Nothing(cassette.Context):
+        pass
+    def program():
+        logging.getLogger("forking").info("before")    # logging is imported plainly
+        pid = os.fork()
+        if pid == 0:
+            os._exit(7)
+        return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    with cassette.count_escapes() as escapes:
+        out = cassette.overdub(Nothing(), program)
+    print(out, program(), escapes.total)
+    print(escapes.report(), file=sys.stderr)
+""")
+
+
+@pytest.mark.skipif(PURE, reason="the pure-Python runtime has no routing: C-made calls escape")
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX")
+def test_the_hooks_a_fork_calls_run_overdubbed():
+    """``os.fork`` calls from C the hooks the standard library registered
+    with ``os.register_at_fork`` (logging's, which hold its lock across the
+    fork), which the interpreter keeps where no traversal sees them."""
+    done = subprocess.run([sys.executable, "-c", FORKING], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["7", "7", "0"], done.stderr[-3000:]
+
+
 # -- looking into compiled modules' state frees nothing ------------------------
 
 FREED_FUTURE_ITERATORS = textwrap.dedent("""
