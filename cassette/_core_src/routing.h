@@ -434,18 +434,19 @@ static int cassette_route_arguments(PyObject *const *args, Py_ssize_t nargs,
    other modules -- `from abc import abstractmethod` in Cython,
    numpy's cached `numpy.dtypes._add_dtype_helper` -- and calls them
    from C then or later.  While such a module loads on behalf of
-   overdubbed code (routing.load_extension), module attribute reads go
-   through cassette_module_getattro, which routes what they return.
-   The slot is swapped in for the first load and stays (a subclass of
-   ModuleType made meanwhile inherits it); outside a load it only
-   forwards. */
+   overdubbed code (routing.begin_extension_load; also breakpoint(),
+   which fetches pdb.set_trace), ModuleType's getattro is
+   cassette_module_getattro, which routes what module attribute reads
+   return; the plain one is put back when the last such call ends.  A
+   subclass of ModuleType made meanwhile inherits the routing one: it
+   only forwards once no call is under way. */
 static getattrofunc cassette_module_getattro_plain = NULL;
-static int cassette_module_loads = 0;       /* loads under way */
-static int cassette_routing_fetch = 0;      /* inside a fetch's routing */
+static int cassette_module_fetch_calls = 0;     /* such calls under way */
+static int cassette_routing_fetch = 0;          /* inside a fetch's routing */
 
 static PyObject *cassette_module_getattro(PyObject *module, PyObject *name) {
     PyObject *found = cassette_module_getattro_plain(module, name);
-    if (found != NULL && cassette_module_loads > 0 && !cassette_routing_fetch) {
+    if (found != NULL && cassette_module_fetch_calls > 0 && !cassette_routing_fetch) {
         cassette_routing_fetch = 1;
         /* Routing is the library's business: nothing of it reaches the
            program. */
@@ -455,14 +456,18 @@ static PyObject *cassette_module_getattro(PyObject *module, PyObject *name) {
     return found;
 }
 
-/* Begin (`begin` true) or end a load of a compiled module. */
+/* Begin (`begin` true) or end a call whose module fetches are routed. */
 static void cassette_watch_module_fetches(int begin) {
-    if (cassette_module_getattro_plain == NULL) {
-        cassette_module_getattro_plain = PyModule_Type.tp_getattro;
-        PyModule_Type.tp_getattro = cassette_module_getattro;
+    if (begin) {
+        if (cassette_module_fetch_calls++ == 0
+                && PyModule_Type.tp_getattro != cassette_module_getattro) {
+            cassette_module_getattro_plain = PyModule_Type.tp_getattro;
+            PyModule_Type.tp_getattro = cassette_module_getattro;
+        }
+    } else if (cassette_module_fetch_calls > 0 && --cassette_module_fetch_calls == 0
+               && PyModule_Type.tp_getattro == cassette_module_getattro) {
+        PyModule_Type.tp_getattro = cassette_module_getattro_plain;
     }
-    cassette_module_loads += begin ? 1 : -1;
-    if (cassette_module_loads < 0) cassette_module_loads = 0;
 }
 
 static PyObject *cassette_route_global = NULL;      /* routing.route_global */
