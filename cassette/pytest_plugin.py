@@ -200,8 +200,14 @@ class OverdubbingSession:
         overdubbing's slowdown breaks though nothing the test does changed.
         Once every conftest has loaded its profile, a profile of the same
         settings without both is loaded; a test's own ``@settings`` still
-        rule it."""
+        rule it.  Hypothesis's own pytest plugin does not import it: when
+        the plugin is loaded and no conftest imported Hypothesis, it is
+        imported here, so that the test modules' ``@given`` (which takes the
+        profile in force when it decorates) see the profile (python-dateutil's
+        suite)."""
         hypothesis = sys.modules.get("hypothesis")
+        if hypothesis is None and session.config.pluginmanager.has_plugin("hypothesispytest"):
+            import hypothesis
         if hypothesis is not None:
             _load_profile_without_time_limits(hypothesis)
 

@@ -384,12 +384,34 @@ def test_slower_than_its_own_settings_allow(n):
 """
 
 
-def test_hypothesis_time_limits_are_off_but_a_tests_own_settings_rule(tmp_path):
-    """Overdubbing is slower; a Hypothesis deadline (here a conftest
-    profile's 1 ms) is a limit of speed, not of what the test does."""
+HYPOTHESIS_TESTS_ALONE = """
+import time
+from hypothesis import given, settings, strategies as st
+
+@settings(max_examples=2, database=None)
+@given(st.integers())
+def test_slower_than_the_profile_allows(n):
+    time.sleep(0.25)             # the default profile's deadline: 200 ms
+
+@settings(deadline=200, max_examples=2, database=None)
+@given(st.integers())
+def test_slower_than_its_own_settings_allow(n):
+    time.sleep(0.25)
+"""
+
+
+@pytest.mark.parametrize("where", ["conftest", "test module"])
+def test_hypothesis_time_limits_are_off_but_a_tests_own_settings_rule(tmp_path, where):
+    """Overdubbing is slower; a Hypothesis deadline (a conftest profile's
+    1 ms, or the default profile's 200 ms when no conftest imports
+    Hypothesis: python-dateutil's suite) is a limit of speed, not of what
+    the test does."""
     pytest.importorskip("hypothesis")
-    (tmp_path / "conftest.py").write_text(HYPOTHESIS_CONFTEST)
-    (tmp_path / "test_timed.py").write_text(HYPOTHESIS_TESTS)
+    if where == "conftest":
+        (tmp_path / "conftest.py").write_text(HYPOTHESIS_CONFTEST)
+        (tmp_path / "test_timed.py").write_text(HYPOTHESIS_TESTS)
+    else:
+        (tmp_path / "test_timed.py").write_text(HYPOTHESIS_TESTS_ALONE)
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     slow, own = "test_timed::test_slower_than_the_profile_allows", \
         "test_timed::test_slower_than_its_own_settings_allow"
