@@ -576,7 +576,8 @@ def wrapped_functions(obj):
             value = getattr(obj, name, None)
         except Exception:
             continue
-        if type(value) is FunctionType and value not in found:
+        value = _function_called(value)
+        if value is not None and value not in found:
             found.append(value)
     if dispatcher:
         relevant = array_function_relevant(obj)
@@ -586,9 +587,21 @@ def wrapped_functions(obj):
         # A C object that keeps a function it does not expose
         # (functools.cmp_to_key's): its garbage-collector traversal shows it.
         for value in live_referents(obj):
-            if type(value) is FunctionType and value not in found:
+            value = _function_called(value)
+            if value is not None and value not in found:
                 found.append(value)
     return tuple(found)
+
+
+def _function_called(value):
+    """The Python function calling ``value`` runs: ``value`` itself, or the
+    function of a bound method (an ``lru_cache`` of ``obj.method``, as
+    ``importlib.metadata``'s ``method_cache`` makes); else None."""
+    if type(value) is FunctionType:
+        return value
+    if type(value) is MethodType and type(value.__func__) is FunctionType:
+        return value.__func__
+    return None
 
 
 #: id(class) -> (weak reference to the class, names to read, read the

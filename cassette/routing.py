@@ -178,6 +178,8 @@ METHODS_CALLED_BY_NAME = frozenset({
     "insert", "keys", "get", "add", "discard", "send", "throw", "mro", "persistent_id",
     "persistent_load", "find_class", "reducer_override", "call_soon", "get_debug",
     "register",     # C extension modules register their types with ABCs (_decimal)
+    "readall",      # io's buffered readers call their raw stream's
+    "utcoffset", "dst", "tzname", "fromutc",    # datetime calls its tzinfo's
 })
 
 

@@ -463,7 +463,59 @@ def machinery_descriptor_results_and_metaclass_functions():
     return results, descriptor.calls, Shape, made
 
 
-CALLED_FROM_C = [lru_cache_program, numpy_program, machinery_generators, machinery_codecs,
+class _Doubling:
+    def lookup(self, n):
+        return 2 * n
+
+
+_DOUBLING = _Doubling()
+# An lru_cache of a bound method, made outside the run (importlib.metadata's
+# method_cache makes one per FastPath, at pytest's start-up).
+_DOUBLING.lookup = functools.lru_cache()(_DOUBLING.lookup)
+
+
+def machinery_methods_called_by_name():
+    """Methods C code calls by name: ``datetime`` calls its tzinfo's
+    ``utcoffset``, ``dst``, ``tzname`` and ``fromutc`` (python-dateutil's
+    zones); a buffered reader calls its raw stream's ``readall``
+    (``_compression``'s); an ``lru_cache`` of a bound method calls it."""
+    import io
+
+    class Zone(datetime.tzinfo):
+        def utcoffset(self, dt):
+            return datetime.timedelta(hours=2)
+
+        def dst(self, dt):
+            return datetime.timedelta(hours=1)
+
+        def tzname(self, dt):
+            return "Z2"
+
+        def fromutc(self, dt):
+            return dt.replace(tzinfo=self) + datetime.timedelta(hours=2)
+
+    class Raw(io.RawIOBase):
+        def __init__(self):
+            self.left = [b"ab", b"cd"]
+
+        def readable(self):
+            return True
+
+        def readinto(self, buffer):
+            return 0
+
+        def readall(self):
+            data, self.left = b"".join(self.left), []
+            return data
+
+    zone = Zone()
+    moment = datetime.datetime(2024, 3, 5, 12, tzinfo=zone)
+    return (moment.utcoffset(), moment.dst(), moment.tzname(), moment.isoformat(),
+            datetime.datetime.fromtimestamp(0, zone).isoformat(),
+            io.BufferedReader(Raw()).read(), _DOUBLING.lookup(3), _DOUBLING.lookup(3))
+
+
+CALLED_FROM_C = [lru_cache_program, numpy_program, machinery_methods_called_by_name, machinery_generators, machinery_codecs,
                  machinery_unraisable, machinery_dataclasses_and_enums,
                  machinery_descriptor_results_and_metaclass_functions]
 
