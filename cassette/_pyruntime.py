@@ -631,6 +631,11 @@ class Runtime:
         :func:`engine.call_array_function`)."""
         return _partial(engine.call_array_function, self, dispatcher)
 
+    def source_runner(self, evaluate):
+        """The body of ``exec`` or ``eval`` (see :func:`engine.run_source`;
+        here a frame of cassette's stands between the code and its caller)."""
+        return _partial(engine.run_source, self, evaluate)
+
     def hooked(self, callee, plan, body):
         return hooked(self, callee, plan, body)
 

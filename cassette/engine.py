@@ -429,7 +429,7 @@ def body_of(runtime, decision):
     if kind == callables.NESTED_OVERDUB:
         return runtime.nested_overdub()
     if kind == callables.SOURCE:
-        return _partial(run_source, runtime, callee)
+        return runtime.source_runner(callee)
     if kind == callables.BUILD_CLASS:
         return _partial(build_class, runtime)
     if kind == callables.ARRAY_FUNCTION:
@@ -521,42 +521,57 @@ _FUTURE_FLAGS = functools.reduce(
 def run_source(runtime, evaluate, /, *args, **kwargs):
     """The body of ``exec`` and ``eval`` (``evaluate``): the same call with
     the code — compiled as the builtin would compile it — rewritten for
-    ``runtime``, so it runs overdubbed.
-
-    Without namespaces the builtin uses its caller's globals and locals (and
-    a string inherits the caller's ``__future__`` flags): the caller is the
-    nearest frame of the program, skipping the pure-Python runtime's own."""
+    ``runtime``, so it runs overdubbed (see :func:`source_call`).  The
+    Cython core makes the same call from C (``SourceRunner``), so that no
+    frame of cassette's stands between the code and its caller: a
+    warning's ``stacklevel`` counts the frames of the stack."""
     try:
-        bind = LAYER.exec_arguments if evaluate is exec else LAYER.eval_arguments
-        try:
-            source, globals_, locals_, closure = bind(*args, **kwargs)
-        except TypeError:
-            source = bind = None
-        frame = program_frame()
-        if bind is None or frame is None:
-            # The builtin's own error (raised outside the except clause, so
-            # that it has no __context__ the plain call would not have).
-            return evaluate(*args, **kwargs)
-        if globals_ is None:
-            globals_ = frame.f_globals
-            if locals_ is None:
-                locals_ = LAYER.default_locals(frame)
-        elif locals_ is None:
-            locals_ = globals_
-        code = _compiled_source(source, evaluate is exec, frame)
-        if code is None or not isinstance(globals_, dict):
-            return evaluate(source, globals_, locals_)   # the builtin's own error
-        if not callables.is_library_code(code):
-            code = runtime.bind(template_for(code, runtime.kinds, runtime.passes))
-        if evaluate is exec:
-            result = exec(code, globals_, locals_, closure=closure)
-            if locals_ is globals_ and "__name__" in globals_:
-                routing.route_module(globals_)      # a module's body, imported
-            return result
-        return eval(code, globals_, locals_)
+        call_args, call_kwargs, module = source_call(runtime, evaluate, args, kwargs)
+        result = evaluate(*call_args, **call_kwargs)
+        if module is not None:
+            routing.route_module(module)
+        return result
     except BaseException as exception:
         callables.drop_library_entries(exception)
         raise
+
+
+def source_call(runtime, evaluate, args, kwargs):
+    """How to run ``evaluate(*args, **kwargs)`` (``exec`` or ``eval``)
+    overdubbed: ``(args, kwargs, module)``, the arguments to call
+    ``evaluate`` with instead — the code compiled as the builtin would
+    compile it and rewritten for ``runtime``, with the namespaces it would
+    use — and the globals of a module whose body this runs (imported:
+    routed once it has run, ``routing.route_module``), else None.  Where
+    the builtin would raise, the arguments are the given ones, so that it
+    raises its own error.
+
+    Without namespaces the builtin uses its caller's globals and locals (and
+    a string inherits the caller's ``__future__`` flags): the caller is the
+    nearest frame of the program, skipping cassette's own."""
+    bind = LAYER.exec_arguments if evaluate is exec else LAYER.eval_arguments
+    try:
+        source, globals_, locals_, closure = bind(*args, **kwargs)
+    except TypeError:
+        source = bind = None
+    frame = program_frame()
+    if bind is None or frame is None:
+        return args, kwargs, None
+    if globals_ is None:
+        globals_ = frame.f_globals
+        if locals_ is None:
+            locals_ = LAYER.default_locals(frame)
+    elif locals_ is None:
+        locals_ = globals_
+    code = _compiled_source(source, evaluate is exec, frame)
+    if code is None or not isinstance(globals_, dict):
+        return (source, globals_, locals_), {}, None
+    if not callables.is_library_code(code):
+        code = runtime.bind(template_for(code, runtime.kinds, runtime.passes))
+    if evaluate is exec:
+        module = globals_ if locals_ is globals_ and "__name__" in globals_ else None
+        return (code, globals_, locals_), {"closure": closure}, module
+    return (code, globals_, locals_), {}, None
 
 
 @callables.acts_for_program

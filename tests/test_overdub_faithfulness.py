@@ -741,3 +741,37 @@ def test_a_message_naming_the_callee_names_it_as_plainly(callee, make):
     expected = _star_of_a_function(callee)
     assert "after * must be an iterable" in expected
     assert cassette.overdub(make(), _star_of_a_function, callee) == expected
+
+
+WARNING_MODULE = """
+import warnings
+warnings.warn("this module is deprecated", DeprecationWarning, stacklevel=2)
+"""
+
+
+def _warnings_with_stacklevels(module_name):
+    """Warnings whose ``stacklevel`` reaches past a module body, an ``eval``
+    and ``exec``: where each is attributed."""
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        __import__(module_name)
+        del sys.modules[module_name]
+        eval("__import__('warnings').warn('in eval', UserWarning, stacklevel=2)")
+        exec("__import__('warnings').warn('in exec', UserWarning, stacklevel=1)", {})
+    return [(str(w.message), w.filename, w.lineno) for w in caught]
+
+
+@pytest.mark.skipif(cassette.entry.IMPLEMENTATION == "python",
+                    reason="the pure-Python runtime's bodies are Python frames, which "
+                           "stack walkers see (docs/overdub.md)")
+@pytest.mark.parametrize("make", [Nothing, lambda: CatchAll(metadata=[0])], ids=["nothing", "catch-all"])
+def test_a_warnings_stacklevel_names_the_frame_it_names_plainly(tmp_path, monkeypatch, make):
+    """``stacklevel`` counts frames: a deprecated module's warning names its
+    importer (python-dateutil's ``test_imports``), an ``eval``'s names the
+    code calling ``eval``; no frame of cassette's is counted."""
+    (tmp_path / "deprecated_here.py").write_text(WARNING_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    expected = _warnings_with_stacklevels("deprecated_here")
+    assert [w[1] for w in expected][:2] == [__file__, __file__]
+    assert cassette.overdub(make(), _warnings_with_stacklevels, "deprecated_here") == expected

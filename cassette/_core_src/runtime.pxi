@@ -1594,6 +1594,10 @@ cdef class Runtime:
         :func:`engine.call_array_function`)."""
         return ArrayFunction(self, dispatcher)
 
+    def source_runner(self, evaluate):
+        """The body of ``exec`` or ``eval`` (as :func:`engine.run_source`)."""
+        return SourceRunner(self, evaluate)
+
     def hooked(self, callee, plan, body):
         return Hooked(self, callee, plan, body)
 

@@ -273,6 +273,33 @@ cdef class ArrayFunction:
         return engine.array_function_with(runtime, self.dispatcher, found, args, kwargs)
 
 
+@cython.final
+cdef class SourceRunner:
+    """The body of ``exec`` or ``eval`` (``engine.run_source``), calling the
+    builtin from C: no frame of cassette's stands between the code it runs
+    and the code that called it, so that a warning's ``stacklevel``, which
+    counts frames, names the frame it names plainly (a deprecated module's
+    warning names its importer)."""
+
+    cdef Runtime runtime
+    cdef object evaluate
+
+    def __init__(self, Runtime runtime, evaluate):
+        self.runtime = runtime
+        self.evaluate = evaluate
+
+    def __call__(self, *args, **kwargs):
+        call_args, call_kwargs, module = _source_call(self.runtime, self.evaluate, args, kwargs)
+        result = self.evaluate(*call_args, **call_kwargs)
+        if module is not None:
+            _route_module(module)
+        return result
+
+
+cdef object _source_call = engine.source_call
+cdef object _route_module = routing.route_module
+
+
 cdef frozenset _NO_ARRAY_FUNCTION = engine.NO_ARRAY_FUNCTION
 cdef object _ndarray = None
 cdef object _ndarray_array_function = None
