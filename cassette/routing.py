@@ -597,11 +597,16 @@ def begin_fetching_call():
     :func:`end_fetching_call` what module attribute reads return is."""
     if _route is None:
         return
+    _route_sys_hooks()
+    _watch_module_fetches(True)
+
+
+def _route_sys_hooks():
+    """Route the hooks of ``sys`` the program set (the default ones are C)."""
     for name in _SYS_HOOKS:
         hook = getattr(sys, name, None)
         if type(hook) is not _BuiltinFunctionType:
             route_argument(hook)
-    _watch_module_fetches(True)
 
 
 def end_fetching_call():
@@ -642,10 +647,7 @@ def route_new_classes():
     global _modules_seen
     if _route is None:
         return
-    for name in _SYS_HOOKS:         # set at any time, so looked at each time
-        hook = getattr(sys, name, None)
-        if type(hook) is not _BuiltinFunctionType:     # the default ones are
-            route_argument(hook)
+    _route_sys_hooks()              # set at any time, so looked at each time
     if len(_modules) == _modules_seen:
         return
     _modules_seen = len(_modules)
