@@ -191,7 +191,8 @@ def sample(tmp_path_factory):
 
 
 def run_pytest(root, *args, env=None):
-    """Run pytest on the sample in a subprocess: (outcomes, output, status)."""
+    """Run pytest on the sample in a subprocess: (outcomes, output, status).
+    A variable that *env* maps to None is left out of the child's environment."""
     junit = root / "junit.xml"
     if junit.exists():
         junit.unlink()
@@ -199,7 +200,9 @@ def run_pytest(root, *args, env=None):
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-c", str(root / "pytest.ini"),
          "--rootdir", str(root), "--junitxml", str(junit), *args],
         cwd=root, capture_output=True, text=True,
-        env={**os.environ, "PYTHONPATH": str(root), **(env or {})})
+        env={key: value
+             for key, value in {**os.environ, "PYTHONPATH": str(root), **(env or {})}.items()
+             if value is not None})
     outcomes = read_junit(junit)[0] if junit.exists() else {}
     return outcomes, done.stdout + done.stderr, done.returncode
 
@@ -373,12 +376,12 @@ import time
 from datetime import timedelta
 from hypothesis import given, settings, strategies as st
 
-@given(st.integers())
-def test_slower_than_the_profile_allows(n):
+@given(st.none())
+def test_slower_than_the_profile_allows(n):   # one example: nothing to shrink
     time.sleep(0.005)
 
 @settings(deadline=timedelta(milliseconds=1), max_examples=3, database=None)
-@given(st.integers())
+@given(st.none())
 def test_slower_than_its_own_settings_allow(n):
     time.sleep(0.005)
 """
@@ -389,15 +392,23 @@ import time
 from hypothesis import given, settings, strategies as st
 
 @settings(max_examples=2, database=None)
-@given(st.integers())
+@given(st.none())
 def test_slower_than_the_profile_allows(n):
     time.sleep(0.25)             # the default profile's deadline: 200 ms
 
 @settings(deadline=200, max_examples=2, database=None)
-@given(st.integers())
+@given(st.none())
 def test_slower_than_its_own_settings_allow(n):
     time.sleep(0.25)
 """
+
+
+def not_in_ci():
+    """The environment without what makes Hypothesis load its ``ci``
+    profile (no deadline) in place of the default one (200 ms)."""
+    from hypothesis import _settings
+    markers = getattr(_settings, "_CI_VARS", {"CI": None})
+    return {key: None for key in markers if key in os.environ}
 
 
 @pytest.mark.parametrize("where", ["conftest", "test module"])
@@ -415,10 +426,12 @@ def test_hypothesis_time_limits_are_off_but_a_tests_own_settings_rule(tmp_path, 
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     slow, own = "test_timed::test_slower_than_the_profile_allows", \
         "test_timed::test_slower_than_its_own_settings_allow"
-    outcomes, output, _ = run_pytest(tmp_path, "test_timed.py")
+    outside_ci = not_in_ci()
+    outcomes, output, _ = run_pytest(tmp_path, "test_timed.py", env=outside_ci)
     assert outcomes == {slow: "failed", own: "failed"}, output
     assert "DeadlineExceeded" in output, output
-    outcomes, output, _ = run_pytest(tmp_path, "--cassette", "noop", "test_timed.py")
+    outcomes, output, _ = run_pytest(tmp_path, "--cassette", "noop", "test_timed.py",
+                                     env=outside_ci)
     assert outcomes == {slow: "passed", own: "failed"}, output
 
 
