@@ -82,8 +82,10 @@ cdef extern from "_core_src/routing.h":
     int cassette_class_seen(PyTypeObject *tp)
     void cassette_class_saw(PyTypeObject *tp)
     int cassette_route_one(PyObject *arg) except -1
-    void cassette_install_argument_routing(object route_argument, object partial_type,
-                                           object method_wrapper_type, int wrapper_depth)
+    void cassette_install_argument_routing(object route_argument, object route_holder,
+                                           object partial_type, object method_wrapper_type,
+                                           int wrapper_depth)
+    int cassette_install_holders(object types) except -1
     void cassette_install_routing(object runtime_type, object acting_codes, void *redirect,
                                   object sample_function, object entries_dropped)
     object cassette_frame_runtime(object frame)

@@ -75,8 +75,8 @@ cassette_install_routing(Runtime, _ACTING_CODES, <void *>_redirect, callables.lo
 callables.register_runtime_class(Runtime)
 
 
-cassette_install_argument_routing(routing.route_argument, functools.partial,
-                                  MethodWrapperType, routing.WRAPPER_DEPTH)
+cassette_install_argument_routing(routing.route_argument, routing.route_holder,
+                                  functools.partial, MethodWrapperType, routing.WRAPPER_DEPTH)
 
 
 def install_routing():
@@ -85,4 +85,5 @@ def install_routing():
     runtime imports the core for its entry only, and has no trampoline
     that would recognise its code)."""
     _install_attribute_load_pin()
-    routing.install(route, class_seen, note_class_seen, type_defines, watch_module_fetches)
+    routing.install(route, class_seen, note_class_seen, type_defines, watch_module_fetches,
+                    install_holders)

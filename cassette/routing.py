@@ -100,6 +100,8 @@ _MethodWrapperType = types.MethodWrapperType
 _WrapperDescriptorType = types.WrapperDescriptorType
 
 _route = None               # the core's routing primitive, once installed
+_install_holders = None
+_holders_found = ()
 _watch_module_fetches = None
 _modules_seen = -1          # len(sys.modules) at the last process scan
 _class_seen = _note_class_seen = _type_defines = None
@@ -116,7 +118,10 @@ _CALLED_BY_NAME = {
     "warnings": ("_showwarnmsg", "_warn_unawaited_coroutine"),
     "encodings": ("search_function",),
     "copyreg": ("_reconstructor", "_reduce_ex", "__newobj__", "__newobj_ex__", "_slotnames"),
-    "typing": ("_generic_class_getitem", "_generic_init_subclass", "_typevar_subst"),
+    # 3.14+: Union[...] (types.UnionType, in C) checks each string argument
+    # with typing._type_check.
+    "typing": ("_generic_class_getitem", "_generic_init_subclass", "_typevar_subst",
+               "_type_check"),
     "asyncio.base_tasks": ("_task_repr", "_task_get_stack", "_task_print_stack"),
     "asyncio.base_futures": ("_future_repr",),
     # 3.11's _asyncio keeps these in static storage (3.12+: module state).
@@ -183,18 +188,23 @@ METHODS_CALLED_BY_NAME = frozenset({
 })
 
 
-def install(route, class_seen, note_class_seen, type_defines, watch_module_fetches):
+def install(route, class_seen, note_class_seen, type_defines, watch_module_fetches,
+            install_holders):
     """Install the core's primitives: ``route(function, protocol)`` routes
     one Python function; ``class_seen(cls)`` and ``note_class_seen(cls)``
     remember which versions of classes were routed already;
     ``type_defines(cls, names)`` tells whether the MRO of ``cls`` defines
     one of ``names`` (the interpreter's cached lookup);
     ``watch_module_fetches(begin)`` begins or ends a span in which what
-    module attribute reads return is routed."""
+    module attribute reads return is routed; ``install_holders(types)``
+    names the classes of :data:`HOLDERS` found so far."""
     global _route, _class_seen, _note_class_seen, _type_defines, _watch_module_fetches
+    global _install_holders
     _route, _class_seen, _note_class_seen = route, class_seen, note_class_seen
     _type_defines = type_defines
     _watch_module_fetches = watch_module_fetches
+    _install_holders = install_holders
+    _note_holders()
 
 
 #: The names under which routing met a property with a Python getter (never
@@ -437,6 +447,40 @@ def _route_held(value, depth):
             _route_function(wrapped)
 
 
+#: C classes whose methods call Python callables an instance holds as
+#: attributes, which the program set by assignment, not handed over as
+#: arguments: a pickler's ``dispatch_table`` (``multiprocessing``'s
+#: reducers), ``reducer_override`` and ``persistent_id``, an unpickler's
+#: ``persistent_load``, an SQLite connection's or cursor's
+#: ``row_factory``.  Module -> class names; the core knows those of
+#: modules loaded (:func:`_note_holders`).
+HOLDERS = {"_pickle": ("Pickler", "Unpickler"), "_sqlite3": ("Connection", "Cursor")}
+
+
+def _note_holders():
+    """Tell the core the :data:`HOLDERS` classes whose modules are loaded,
+    when they changed."""
+    global _holders_found
+    found = []
+    for module_name, names in HOLDERS.items():
+        namespace = getattr(_modules.get(module_name), "__dict__", None)
+        if type(namespace) is dict:
+            found += [klass for klass in map(namespace.get, names) if type(klass) is type]
+    if tuple(found) != _holders_found:
+        _holders_found = tuple(found)
+        _install_holders(_holders_found)
+
+
+def route_holder(holder):
+    """Route the Python functions ``holder``, an instance of a
+    :data:`HOLDERS` class handed to a primitive, holds: what the garbage
+    collector's traversal of it shows, and one level into the containers
+    it holds (a ``dispatch_table``).  Traversal runs no code."""
+    for held in callables.live_referents(holder):
+        if type(held) is not _ModuleType:
+            _route_held(held, 1)
+
+
 def route_bases(bases):
     """Route what a ``class`` statement calls of ``bases`` that are not
     classes: their ``__mro_entries__`` (PEP 560), a special method of their
@@ -627,6 +671,8 @@ def end_extension_load(module):
         if type(namespace) is dict:
             route_module(namespace)
         _route_extension_state(module)
+        if getattr(module, "__name__", None) in HOLDERS:
+            _note_holders()
 
 
 def _in_compiled_package(module_name):
@@ -652,6 +698,7 @@ def route_new_classes():
         return
     _modules_seen = len(_modules)
     _note_compiled_modules()
+    _note_holders()
     for module in list(_modules.values()):
         if type(module) is _ModuleType:
             namespace = getattr(module, "__dict__", None)

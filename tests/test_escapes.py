@@ -566,6 +566,7 @@ def test_re_sub_with_a_template_runs_overdubbed():
 import copy  # noqa: E402
 import copyreg  # noqa: E402
 import datetime  # noqa: E402
+import io  # noqa: E402
 import pickle  # noqa: E402
 import typing  # noqa: E402
 import xml.etree.ElementTree as ElementTree  # noqa: E402
@@ -649,6 +650,18 @@ def pydantic_field_defaults():
             first.tags is not Sensor.model_fields["tags"].default)
 
 
+def union_of_forward_references():
+    """3.14+: ``typing.Union[...]`` is ``types.UnionType``'s, in C, which
+    checks each argument with ``typing._type_check`` (attrs'
+    ``test_self_reference``, through ``Optional["A"]``)."""
+    class Fresh:
+        pass
+
+    arguments = typing.get_args(typing.Union["Fresh", Fresh, None])
+    return [getattr(argument, "__forward_arg__", argument) for argument in arguments] == [
+        "Fresh", Fresh, type(None)]
+
+
 def named_tuple_class_statement():
     class Pair(typing.NamedTuple):
         left: int
@@ -702,6 +715,45 @@ copyreg.pickle(Temperature, lambda t: _reduce_temperature(t))
 
 def pickle_with_a_dispatch_table_reducer():
     return pickle.loads(pickle.dumps(Temperature(21.5))).degrees
+
+
+def pickler_dispatch_tables():
+    """A pickler calls the reducers of the ``dispatch_table`` it holds, set
+    by assignment (the pickle documentation's pattern), and
+    ``multiprocessing``'s ``ForkingPickler`` those it registered
+    (``reduce_connection``, toolz's ``test_parallel``)."""
+    import multiprocessing.connection
+    import multiprocessing.reduction
+
+    def reduce_temperature(t):
+        return Temperature, (t.degrees + 1,)
+
+    buffer = io.BytesIO()
+    pickler = pickle.Pickler(buffer)
+    pickler.dispatch_table = copyreg.dispatch_table.copy()
+    pickler.dispatch_table[Temperature] = reduce_temperature
+    pickler.dump(Temperature(20.5))
+    ours, theirs = multiprocessing.connection.Pipe()
+    try:
+        sent = multiprocessing.reduction.ForkingPickler.dumps(ours)
+        return pickle.loads(buffer.getvalue()).degrees, len(sent) > 0
+    finally:
+        ours.close(); theirs.close()
+
+
+def sqlite_row_factory():
+    """A connection calls the ``row_factory`` the program set on it, and
+    a cursor the one it took from its connection, for each row."""
+    import sqlite3
+    connection = sqlite3.connect(":memory:")
+    try:
+        connection.row_factory = lambda cursor, row: {"n": row[0] * 2}
+        rows = connection.execute("select 1 union select 2").fetchall()
+        cursor = connection.cursor()
+        cursor.row_factory = lambda cursor, row: row[0] + 100
+        return rows, cursor.execute("select 3").fetchone()
+    finally:
+        connection.close()
 
 
 def element_tree_deepcopy():
@@ -784,8 +836,10 @@ def asyncio_task_of_a_coroutine_class():
 
 FETCHED_FROM_C = [pickle_module_function, pickle_class_method, pickle_toolz_curry,
                   pydantic_field_defaults,
-                  named_tuple_class_statement, typed_dict_class_statement, custom_mro_entries,
-                  pickle_with_a_dispatch_table_reducer, element_tree_deepcopy, datetime_strptime,
+                  union_of_forward_references, named_tuple_class_statement,
+                  typed_dict_class_statement, custom_mro_entries,
+                  pickle_with_a_dispatch_table_reducer, pickler_dispatch_tables,
+                  sqlite_row_factory, element_tree_deepcopy, datetime_strptime,
                   asyncio_task_of_a_coroutine_class, breakpoint_calls_what_pdb_holds]
 
 

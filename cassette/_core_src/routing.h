@@ -313,7 +313,7 @@ static void cassette_install_routing(PyObject *runtime_type, PyObject *acting_co
    seen (a class's version tag changes whenever the class does). */
 #define CASSETTE_SEEN_BITS 8
 #define CASSETTE_SEEN_SETS (1 << CASSETTE_SEEN_BITS)
-typedef struct { PyTypeObject *type; unsigned int version; } CassetteSeen;
+typedef struct { PyTypeObject *type; unsigned int version; int holder; } CassetteSeen;
 /* Two ways per set, the most recently seen first: a program's hot classes
    whose addresses share a set would otherwise evict each other on every
    call and send each call to route_argument. */
@@ -329,12 +329,39 @@ static inline CassetteSeen *cassette_seen_set(PyTypeObject *tp) {
     return cassette_seen[h >> (64 - CASSETTE_SEEN_BITS)];
 }
 
+/* Classes whose C methods call the Python callables an instance holds as
+   attributes, not arguments (a pickler's dispatch_table): routing.HOLDERS,
+   installed as their modules appear.  An instance of one (or of a
+   subclass) handed to a primitive has what it holds routed, each time:
+   routing.route_holder. */
+#define CASSETTE_HOLDER_TYPES 8
+static PyTypeObject *cassette_holder_types[CASSETTE_HOLDER_TYPES];
+static PyObject *cassette_route_holder = NULL;    /* routing.route_holder */
+
+static int cassette_is_holder(PyTypeObject *tp) {
+    for (int i = 0; i < CASSETTE_HOLDER_TYPES && cassette_holder_types[i] != NULL; i++)
+        if (PyType_IsSubtype(tp, cassette_holder_types[i]))
+            return 1;
+    return 0;
+}
+
+/* For a class that is not a heap type: only the holders themselves. */
+static inline int cassette_is_static_holder(PyTypeObject *tp) {
+    for (int i = 0; i < CASSETTE_HOLDER_TYPES && cassette_holder_types[i] != NULL; i++)
+        if (tp == cassette_holder_types[i])
+            return 1;
+    return 0;
+}
+
+/* 0: not seen; 1: this version seen; 2: seen, and a holder. */
 static inline int cassette_class_seen(PyTypeObject *tp) {
     unsigned int version = cassette_class_version(tp);
     if (version == 0) return 0;
     CassetteSeen *set = cassette_seen_set(tp);
-    return (set[0].type == tp && set[0].version == version)
-        || (set[1].type == tp && set[1].version == version);
+    for (int way = 0; way < 2; way++)
+        if (set[way].type == tp && set[way].version == version)
+            return 1 + set[way].holder;
+    return 0;
 }
 
 static inline void cassette_class_saw(PyTypeObject *tp) {
@@ -345,6 +372,35 @@ static inline void cassette_class_saw(PyTypeObject *tp) {
     if (set[0].type != tp) set[1] = set[0];
     set[0].type = tp;
     set[0].version = version;
+    set[0].holder = cassette_is_holder(tp);
+}
+
+/* Replace the holder classes with those of tuple ``types``; the classes
+   seen are forgotten (their holder bits were computed without them). */
+static int cassette_install_holders(PyObject *types) {
+    if (!PyTuple_Check(types) || PyTuple_GET_SIZE(types) > CASSETTE_HOLDER_TYPES) {
+        PyErr_SetString(PyExc_ValueError, "holders: a tuple of at most 8 classes");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(types); i++)
+        if (!PyType_Check(PyTuple_GET_ITEM(types, i))) {
+            PyErr_SetString(PyExc_TypeError, "holders: a tuple of classes");
+            return -1;
+        }
+    for (int i = 0; i < CASSETTE_HOLDER_TYPES; i++) {
+        PyObject *type = i < PyTuple_GET_SIZE(types) ? Py_NewRef(PyTuple_GET_ITEM(types, i)) : NULL;
+        Py_XSETREF(cassette_holder_types[i], (PyTypeObject *)type);
+    }
+    memset(cassette_seen, 0, sizeof(cassette_seen));
+    return 0;
+}
+
+/* Route what holder instance ``obj`` holds; whatever goes wrong there is
+   the library's business, not the program's. */
+static void cassette_route_held(PyObject *obj) {
+    if (cassette_route_holder == NULL) return;
+    PyObject *done = PyObject_CallOneArg(cassette_route_holder, obj);
+    if (done == NULL) PyErr_Clear(); else Py_DECREF(done);
 }
 
 /* The code objects of the functions last routed as arguments, by a hash
@@ -404,9 +460,12 @@ static int cassette_route_one(PyObject *arg) {
         cls = (PyTypeObject *)arg;
         if (!(cls->tp_flags & Py_TPFLAGS_HEAPTYPE) || cassette_class_seen(cls)) return 0;
     } else if (tp->tp_flags & Py_TPFLAGS_HEAPTYPE) {
-        if (cassette_class_seen(tp)) return 0;
+        int seen = cassette_class_seen(tp);
+        if (seen == 2) cassette_route_held(arg);
+        if (seen) return 0;
         cls = tp;
     } else if (tp != cassette_partial_type) {
+        if (cassette_is_static_holder(tp)) cassette_route_held(arg);
         return 0;
     }
     if (cassette_route_argument == NULL) return 0;
@@ -414,7 +473,10 @@ static int cassette_route_one(PyObject *arg) {
        (memory) must not become the program's exception. */
     PyObject *done = PyObject_CallOneArg(cassette_route_argument, arg);
     if (done == NULL) PyErr_Clear(); else Py_DECREF(done);
-    if (cls != NULL) cassette_class_saw(cls);
+    if (cls != NULL) {
+        cassette_class_saw(cls);
+        if (cls == tp && cassette_class_seen(cls) == 2) cassette_route_held(arg);
+    }
     if (routed_code != NULL && cassette_function_entry(arg) == cassette_trampoline
             && !cassette_function_has_annotate(arg))
         Py_XSETREF(*routed_code, Py_NewRef(((PyFunctionObject *)arg)->func_code));
@@ -516,11 +578,14 @@ static int cassette_audit(const char *event, PyObject *args, void *data) {
 }
 
 static void cassette_install_argument_routing(PyObject *route_argument,
+                                              PyObject *route_holder,
                                               PyObject *partial_type,
                                               PyObject *method_wrapper_type,
                                               int wrapper_depth) {
     Py_XINCREF(route_argument);
     cassette_route_argument = route_argument;
+    Py_XINCREF(route_holder);
+    cassette_route_holder = route_holder;
     cassette_wrapper_depth = wrapper_depth;
     cassette_partial_type = (PyTypeObject *)partial_type;
     cassette_method_wrapper_type = (PyTypeObject *)method_wrapper_type;

@@ -164,6 +164,12 @@ def note_class_seen(cls):
     cassette_class_saw(<PyTypeObject *>cls)
 
 
+def install_holders(tuple types):
+    """Make ``types`` the classes whose instances, handed to a primitive,
+    have the Python callables they hold routed (``routing.HOLDERS``)."""
+    cassette_install_holders(types)
+
+
 def watch_module_fetches(bint begin):
     """Begin (``begin`` true) or end the load of a compiled module on
     behalf of overdubbed code: meanwhile, what a module attribute read
