@@ -872,3 +872,49 @@ def test_a_chain_of_method_wrappers_deepened_in_a_loop():
     expected = _deepen(30000)
     for ctx in (Observer(metadata=[]), Recorder(metadata=[])):
         assert cassette.overdub(ctx, _deepen, 30000) == expected
+
+
+def _class_without_version_tags():
+    """A class the interpreter keeps no version tag for: 3.12+ give a class
+    none after 1000 changes (MAX_VERSIONS_PER_CLASS), 3.11 none to a class
+    nobody read an attribute of."""
+    klass = type("Changed", (), {f"method_{i}": (lambda self: None) for i in range(50)})
+    if sys.version_info >= (3, 12):
+        for i in range(1100):
+            klass.counter = i
+            klass.method_0              # a look-up: a new tag, each time
+    return klass
+
+
+def _instances_checked(objects, klass):
+    return sum(isinstance(o, klass) for o in objects)
+
+
+def _lengths(objects):
+    return sum(len(o) for o in objects)
+
+
+@pytest.mark.skipif(PURE, reason="the pure-Python runtime does not route")
+def test_a_class_without_a_version_tag_is_routed_once_per_change(monkeypatch):
+    """Routing notes the classes it routed by version tag.  A class without
+    one was routed again at each primitive call handed one of its
+    instances (pyparsing's ParserElement, changed by each of its tests:
+    the suite ran 63 times slower than plainly on 3.14); a change of the
+    class is still seen, and what it adds routed."""
+    from cassette import routing
+    klass = _class_without_version_tags()
+    routed = []
+    route_class = routing.route_class
+    monkeypatch.setattr(routing, "route_class",
+                        lambda cls: (routed.append(cls), route_class(cls))[1])
+    objects = [klass() for _ in range(40)]
+    assert cassette.overdub(Observer(metadata=[]), _instances_checked, objects, klass) == 40
+    assert routed.count(klass) <= 2, len(routed)
+
+    klass.__len__ = lambda self: seen(3)
+    with cassette.count_escapes() as escapes:
+        ctx = Observer(metadata=[])
+        assert cassette.overdub(ctx, _lengths, objects) == 120
+    assert escapes.total == 0, escapes.report()
+    assert ctx.metadata == [("seen", 3)] * 40
+    assert routed.count(klass) <= 4, len(routed)

@@ -457,14 +457,94 @@ static inline void cassette_set_type_vectorcall(PyTypeObject *tp, Py_ssize_t off
 
 /* -- type version tags ----------------------------------------------------- */
 
-/* A class's version tag, which changes whenever the class does; 0 when it
-   has none.  3.11 marks a valid tag with a flag; 3.12 and 3.13 assign one
-   on request. */
+/* A class's version tag changes whenever the class or a base does; the
+   core's caches of decisions about a class key on it, with the class's
+   address (never a reference: tags are not reused, so a class made later
+   at the same address has another).  0: the class has none, and nothing
+   about it is cached.  Two releases would leave ordinary classes there:
+
+   * 3.11 assigns a tag only at a method-cache look-up, which a class
+     nobody reads an attribute of never had: a look-up is made here;
+   * 3.12+ stop assigning tags to a class after 1000 changes
+     (MAX_VERSIONS_PER_CLASS; pyparsing's ParserElement in its own test
+     suite): such a heap class gets a version of cassette's own, counted
+     down from UINT_MAX, which holds while no dictionary of its MRO changes
+     (a dict watcher forgets every such version at the first change) and
+     its MRO stays the same tuple. */
+#if CASSETTE_PY == 311
+static PyObject *cassette_version_probe = NULL;     /* an interned name */
+#elif CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
+#define CASSETTE_OWN_VERSIONS 64
+typedef struct {
+    PyTypeObject *type;
+    PyObject *dict, *mro;       /* compared only: which class this still is */
+    unsigned int version;
+} CassetteOwnVersion;
+static CassetteOwnVersion cassette_own_versions[CASSETTE_OWN_VERSIONS];
+static unsigned int cassette_next_own_version = UINT_MAX;
+static int cassette_class_dict_watcher = -1;        /* -2: none to be had */
+
+static int cassette_class_dict_changed(PyDict_WatchEvent event, PyObject *dict,
+                                       PyObject *key, PyObject *new_value) {
+    (void)event; (void)dict; (void)key; (void)new_value;
+    memset(cassette_own_versions, 0, sizeof(cassette_own_versions));
+    return 0;
+}
+
+static unsigned int cassette_own_class_version(PyTypeObject *tp) {
+    if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || tp->tp_mro == NULL || tp->tp_dict == NULL)
+        return 0;
+    uint64_t h = ((uint64_t)(uintptr_t)tp >> 4) * UINT64_C(0x9E3779B97F4A7C15);
+    CassetteOwnVersion *entry = &cassette_own_versions[h >> 58];
+    if (entry->type == tp && entry->dict == tp->tp_dict && entry->mro == tp->tp_mro)
+        return entry->version;
+    if (cassette_class_dict_watcher == -2 || !PyTuple_Check(tp->tp_mro))
+        return 0;
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+    unsigned int version = 0;
+    if (cassette_class_dict_watcher == -1) {
+        cassette_class_dict_watcher = PyDict_AddWatcher(cassette_class_dict_changed);
+        if (cassette_class_dict_watcher < 0) cassette_class_dict_watcher = -2;
+    }
+    if (cassette_class_dict_watcher >= 0) {
+        int watched = 1;
+        for (Py_ssize_t i = 0; watched && i < PyTuple_GET_SIZE(tp->tp_mro); i++) {
+            PyTypeObject *base = (PyTypeObject *)PyTuple_GET_ITEM(tp->tp_mro, i);
+            if (PyType_Check(base) && (base->tp_flags & Py_TPFLAGS_HEAPTYPE)
+                    && base->tp_dict != NULL
+                    && PyDict_Watch(cassette_class_dict_watcher, base->tp_dict) < 0)
+                watched = 0;
+        }
+        if (watched) {
+            version = cassette_next_own_version--;
+            *entry = (CassetteOwnVersion){tp, tp->tp_dict, tp->tp_mro, version};
+        }
+    }
+    PyErr_Clear();
+    PyErr_Restore(type, value, traceback);
+    return version;
+}
+#endif
+
 static inline unsigned int cassette_class_version(PyTypeObject *tp) {
 #if CASSETTE_PY == 311
+    if (!(tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG)) {
+        if (cassette_version_probe == NULL)
+            cassette_version_probe = PyUnicode_InternFromString("__cassette_version_probe__");
+        if (cassette_version_probe == NULL) {
+            PyErr_Clear();
+            return 0;
+        }
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        (void)_PyType_Lookup(tp, cassette_version_probe);
+        PyErr_Restore(type, value, traceback);
+    }
     return (tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? tp->tp_version_tag : 0;
 #elif CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
-    if (tp->tp_version_tag == 0) PyUnstable_Type_AssignVersionTag(tp);
+    if (tp->tp_version_tag == 0 && !PyUnstable_Type_AssignVersionTag(tp))
+        return cassette_own_class_version(tp);
     return tp->tp_version_tag;
 #endif
 }
