@@ -42,6 +42,7 @@ cdef extern from "Python.h":
 # What the core reads or changes inside the interpreter, one branch per
 # supported release (see the header).  Included before every block below.
 cdef extern from "_core_src/compat.h":
+    Py_ssize_t cassette_address_slot(const void *pointer, int bits)
     PyObject *cassette_type_lookup(PyTypeObject *, object)
     int cassette_get_method(object obj, object name, PyObject **out) except -1
     void cassette_credit_python_frames(int count)
@@ -80,7 +81,7 @@ cdef extern from "_core_src/routing.h":
     object cassette_handler_being_called()
     bint cassette_is_barrier(object frame)
     int cassette_class_seen(PyTypeObject *tp)
-    void cassette_class_saw(PyTypeObject *tp)
+    int cassette_class_saw(PyTypeObject *tp)
     int cassette_route_one(PyObject *arg) except -1
     void cassette_install_argument_routing(object route_argument, object route_holder,
                                            object partial_type, object method_wrapper_type,

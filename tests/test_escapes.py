@@ -738,7 +738,8 @@ def pickler_dispatch_tables():
         sent = multiprocessing.reduction.ForkingPickler.dumps(ours)
         return pickle.loads(buffer.getvalue()).degrees, len(sent) > 0
     finally:
-        ours.close(); theirs.close()
+        ours.close()
+        theirs.close()
 
 
 def sqlite_row_factory():

@@ -29,6 +29,17 @@
 #endif
 
 
+/* -- addresses --------------------------------------------------------------- */
+
+/* A slot of a table of ``1 << bits`` for an object's address: Fibonacci
+   hashing (objects of one size are allocated a fixed distance apart, so
+   their low bits alone would crowd a few slots). */
+static inline Py_ssize_t cassette_address_slot(const void *pointer, int bits) {
+    return (Py_ssize_t)((((uint64_t)(uintptr_t)pointer >> 4) * UINT64_C(0x9E3779B97F4A7C15))
+                        >> (64 - bits));
+}
+
+
 /* -- attribute lookup ------------------------------------------------------ */
 
 /* A name on a type's MRO without calling anything (borrowed, or NULL). */
@@ -474,7 +485,8 @@ static inline void cassette_set_type_vectorcall(PyTypeObject *tp, Py_ssize_t off
 #if CASSETTE_PY == 311
 static PyObject *cassette_version_probe = NULL;     /* an interned name */
 #elif CASSETTE_PY == 312 || CASSETTE_PY == 313 || CASSETTE_PY == 314 || CASSETTE_PY == 315
-#define CASSETTE_OWN_VERSIONS 64
+#define CASSETTE_OWN_VERSIONS_BITS 6
+#define CASSETTE_OWN_VERSIONS (1 << CASSETTE_OWN_VERSIONS_BITS)
 typedef struct {
     PyTypeObject *type;
     PyObject *dict, *mro;       /* compared only: which class this still is */
@@ -494,8 +506,8 @@ static int cassette_class_dict_changed(PyDict_WatchEvent event, PyObject *dict,
 static unsigned int cassette_own_class_version(PyTypeObject *tp) {
     if (!(tp->tp_flags & Py_TPFLAGS_HEAPTYPE) || tp->tp_mro == NULL || tp->tp_dict == NULL)
         return 0;
-    uint64_t h = ((uint64_t)(uintptr_t)tp >> 4) * UINT64_C(0x9E3779B97F4A7C15);
-    CassetteOwnVersion *entry = &cassette_own_versions[h >> 58];
+    CassetteOwnVersion *entry =
+        &cassette_own_versions[cassette_address_slot(tp, CASSETTE_OWN_VERSIONS_BITS)];
     if (entry->type == tp && entry->dict == tp->tp_dict && entry->mro == tp->tp_mro)
         return entry->version;
     if (cassette_class_dict_watcher == -2 || !PyTuple_Check(tp->tp_mro))

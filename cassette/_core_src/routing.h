@@ -322,11 +322,8 @@ static PyObject *cassette_route_argument = NULL;   /* routing.route_argument */
 static PyTypeObject *cassette_partial_type = NULL;
 static PyTypeObject *cassette_method_wrapper_type = NULL;
 
-/* Fibonacci hashing: class objects are allocated a fixed size apart, so
-   their low bits alone would crowd a few sets. */
 static inline CassetteSeen *cassette_seen_set(PyTypeObject *tp) {
-    uint64_t h = ((uint64_t)(uintptr_t)tp >> 4) * UINT64_C(0x9E3779B97F4A7C15);
-    return cassette_seen[h >> (64 - CASSETTE_SEEN_BITS)];
+    return cassette_seen[cassette_address_slot(tp, CASSETTE_SEEN_BITS)];
 }
 
 /* Classes whose C methods call the Python callables an instance holds as
@@ -364,15 +361,18 @@ static inline int cassette_class_seen(PyTypeObject *tp) {
     return 0;
 }
 
-static inline void cassette_class_saw(PyTypeObject *tp) {
+/* Note this version of tp seen; whether it is a holder (0 when it could
+   not be noted). */
+static inline int cassette_class_saw(PyTypeObject *tp) {
     unsigned int version = cassette_class_version(tp);
     if (version == 0)
-        return;
+        return 0;
     CassetteSeen *set = cassette_seen_set(tp);
     if (set[0].type != tp) set[1] = set[0];
     set[0].type = tp;
     set[0].version = version;
     set[0].holder = cassette_is_holder(tp);
+    return set[0].holder;
 }
 
 /* Replace the holder classes with those of tuple ``types``; the classes
@@ -414,9 +414,7 @@ static void cassette_route_held(PyObject *obj) {
 static PyObject *cassette_routed_codes[1 << CASSETTE_ROUTED_CODES_BITS];
 
 static inline PyObject **cassette_routed_code_slot(PyObject *code) {
-    uint64_t address = (uint64_t)(uintptr_t)code;
-    return &cassette_routed_codes[((address >> 4) * 0x9E3779B97F4A7C15ull)
-                                  >> (64 - CASSETTE_ROUTED_CODES_BITS)];
+    return &cassette_routed_codes[cassette_address_slot(code, CASSETTE_ROUTED_CODES_BITS)];
 }
 
 /* How deep a chain of method-wrappers (f.__call__.__call__ …) is looked
@@ -473,10 +471,8 @@ static int cassette_route_one(PyObject *arg) {
        (memory) must not become the program's exception. */
     PyObject *done = PyObject_CallOneArg(cassette_route_argument, arg);
     if (done == NULL) PyErr_Clear(); else Py_DECREF(done);
-    if (cls != NULL) {
-        cassette_class_saw(cls);
-        if (cls == tp && cassette_class_seen(cls) == 2) cassette_route_held(arg);
-    }
+    if (cls != NULL && cassette_class_saw(cls) && cls == tp)
+        cassette_route_held(arg);
     if (routed_code != NULL && cassette_function_entry(arg) == cassette_trampoline
             && !cassette_function_has_annotate(arg))
         Py_XSETREF(*routed_code, Py_NewRef(((PyFunctionObject *)arg)->func_code));

@@ -154,7 +154,7 @@ cdef list _builtin_names = [None] * BUILTIN_NAMES
 cdef object _builtin_name(object f):
     """The name of builtin ``f`` (``__name__`` makes a new string each time)."""
     cdef void *method_def = cassette_builtin_def(f)
-    cdef Py_ssize_t slot = _address_slot(method_def, BUILTIN_NAMES_BITS)
+    cdef Py_ssize_t slot = cassette_address_slot(method_def, BUILTIN_NAMES_BITS)
     if _builtin_name_defs[slot] == method_def:
         return <object>PyList_GET_ITEM(_builtin_names, slot)
     name = _intern(cassette_builtin_def_name(f).decode("utf-8"))
@@ -561,12 +561,6 @@ cdef Forget _forget_entry(list entries, Py_ssize_t slot):
 cdef Py_ssize_t _resolving = 0
 
 
-cdef inline Py_ssize_t _address_slot(void *pointer, int bits) noexcept:
-    """A slot of a table of ``1 << bits`` for ``pointer``: Fibonacci hashing
-    of the address (the low bits of objects of one size repeat)."""
-    return (((<uintptr_t>pointer >> 4) * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))
-
-
 cdef object _forget_vectorcall(object forget, PyObject **args, size_t nargsf,
                                PyObject *kwnames):
     if kwnames is not NULL or PyVectorcall_NARGS(nargsf) != 1:
@@ -729,7 +723,7 @@ cdef class Runtime:
         tagged run reads carries no metadata, and is asked about on every
         element read and write."""
         cdef uintptr_t address = <uintptr_t><void *>target
-        cdef Py_ssize_t slot = _address_slot(<void *>target, RECENT_RECORDS_BITS)
+        cdef Py_ssize_t slot = cassette_address_slot(<void *>target, RECENT_RECORDS_BITS)
         cdef object stamp
         if self._recent_targets[slot] == address:
             record = self._recent_records[slot]
@@ -839,7 +833,7 @@ cdef class Runtime:
                 (<dict>holder).pop(noted[1], None)
                 callee = noted[2]
                 # The last answer for it, if ``_recent`` has it.
-                slot = _address_slot(<void *>callee, RECENT_CALLEES_BITS)
+                slot = cassette_address_slot(<void *>callee, RECENT_CALLEES_BITS)
                 found = cassette_list_item(<PyObject *>self._recent, slot)
                 if found != <PyObject *>None and (<Recent>found).callee is callee:
                     self._recent[slot] = None
@@ -938,7 +932,7 @@ cdef class Runtime:
         if self._generation == _generation:
             # (Borrowed throughout: no reference counting on the hit path.)
             found = cassette_list_item(<PyObject *>self._recent,
-                                       _address_slot(<void *>f, RECENT_CALLEES_BITS))
+                                       cassette_address_slot(<void *>f, RECENT_CALLEES_BITS))
             if found != <PyObject *>None and (<Recent>found).callee is f:
                 entry = <PyObject *>(<Recent>found).entry
                 if entry == <PyObject *>None or (<FunctionEntry>entry).matches(f):
@@ -963,7 +957,7 @@ cdef class Runtime:
         cdef PyObject *descriptor
         if self._generation != _generation:
             self._reset()
-        slot = _address_slot(<void *>f, RECENT_CALLEES_BITS)
+        slot = cassette_address_slot(<void *>f, RECENT_CALLEES_BITS)
         tp = type(f)
         if tp is FunctionType:
             return self._resolve_function(f, slot)
@@ -1096,7 +1090,7 @@ cdef class Runtime:
         cdef FunctionEntry entry
         cdef FunctionRecipe recipe
         cdef PyObject *hit
-        cdef Py_ssize_t slot = _address_slot(<void *>f, TRANSIENT_BITS)
+        cdef Py_ssize_t slot = cassette_address_slot(<void *>f, TRANSIENT_BITS)
         found = self._transient[slot]
         if found is not None:
             entry = <FunctionEntry>found
@@ -1188,7 +1182,7 @@ cdef class Runtime:
         """Whether ``f`` is among the functions last resolved by a recipe
         (noting it if not), which are held weakly: the addresses of the
         functions a loop makes are reused."""
-        cdef Py_ssize_t slot = _address_slot(<void *>f, SEEN_FUNCTIONS_BITS)
+        cdef Py_ssize_t slot = cassette_address_slot(<void *>f, SEEN_FUNCTIONS_BITS)
         ref = self._seen_functions[slot]
         if ref is not None and cassette_weakref_target(ref) is <PyObject *>f:
             return True
@@ -1443,7 +1437,7 @@ cdef class Runtime:
         closure and lives with its module, else weakly, as ``_transient``
         keeps targets."""
         cdef FunctionEntry entry
-        cdef Py_ssize_t slot = _address_slot(<void *>function, TRANSIENT_BITS)
+        cdef Py_ssize_t slot = cassette_address_slot(<void *>function, TRANSIENT_BITS)
         found = self._bodies.get(function)
         if found is not None:
             entry = <FunctionEntry>found
@@ -1470,7 +1464,7 @@ cdef class Runtime:
     cdef object _body_by(self, FunctionRecipe recipe, f):
         """The body of ``f``, whose code ``recipe`` serves: kept weakly."""
         cdef FunctionEntry entry
-        cdef Py_ssize_t slot = _address_slot(<void *>f, TRANSIENT_BITS)
+        cdef Py_ssize_t slot = cassette_address_slot(<void *>f, TRANSIENT_BITS)
         found = self._weak_bodies[slot]
         if found is not None:
             entry = <FunctionEntry>found
