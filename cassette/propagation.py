@@ -876,6 +876,24 @@ def _carried(value, tag):
     return tag_of(value) is tag and _get(value, _DATA) is not NoMetaData
 
 
+def _holds_metadata(ctx, value):
+    """Whether container ``value`` (a list, tuple or dict, or a numpy
+    array) has components — at any depth — carrying metadata of ``ctx``'s:
+    a primitive handed ``[x, y]`` is handed ``x``'s and ``y``'s metadata."""
+    if not (isinstance(value, (list, tuple, dict)) or _is_array(value)):
+        return False
+    return _any_metadata(components(value, ctx))
+
+
+def _any_metadata(found):
+    if found is NoMetaMeta:
+        return False
+    for meta in (found.values() if isinstance(found, dict) else found):
+        if meta.data is not NoMetaData or _any_metadata(meta.meta):
+            return True
+    return False
+
+
 def _may_carry(ctx_type, value):
     """Whether ``value``, or one of the first elements of a tuple or list
     ``value``, is of a type that ``ctx_type`` lets carry metadata."""
@@ -892,13 +910,21 @@ def checked_loss(ctx, callee, args, kwargs, out):
     """``out``, the untagged result of primitive ``callee`` on ``args`` and
     ``kwargs`` (as the program passed them) without a handler, after
     ``ctx``'s ``metadata_loss`` ("warn", "raise") has seen it: metadata is
-    lost when an argument carried some and ``out`` is of a type that may
-    carry it (``metadatatype``) but came back with none."""
+    lost when an argument carried some — itself, or (for a primitive
+    without a propagator) components of a list, tuple, dict or array it is
+    (:func:`_holds_metadata`) — and ``out`` is
+    of a type that may carry it (``metadatatype``) but came back with
+    none."""
     tag = ctx.tag
-    if tag_of(out) is tag or not _may_carry(type(ctx), out):
+    if tag_of(out) is tag or not _may_carry(type(ctx), out) or _holds_metadata(ctx, out):
         return out
     if not (any(_carried(a, tag) for a in args)
-            or (kwargs and any(_carried(v, tag) for v in kwargs.values()))):
+            or (kwargs and any(_carried(v, tag) for v in kwargs.values()))
+            # A propagator moves components' metadata itself: what it read
+            # without any had none.
+            or propagator(callee) is None and (
+                any(_holds_metadata(ctx, a) for a in args)
+                or (kwargs and any(_holds_metadata(ctx, v) for v in kwargs.values())))):
         return out
     if callables.is_one_of(callee, _SAYS_OF_ARGUMENTS):
         return out
@@ -917,7 +943,9 @@ def _loss_message(ctx, callee, args, kwargs, out):
 
     def shown(value):
         primal = type_name(type(_primal(value, tag)))
-        return f"Tagged[{primal}]" if tag_of(value) is tag else primal
+        if tag_of(value) is tag:
+            return f"Tagged[{primal}]"
+        return f"{primal} holding Tagged" if _holds_metadata(ctx, value) else primal
 
     shown_args = [shown(a) for a in args] + [f"{k}={shown(v)}" for k, v in (kwargs or {}).items()]
     return (f"{callee_name(callee)}({', '.join(shown_args)}) has no handler under {ctx_name} "

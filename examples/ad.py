@@ -13,37 +13,68 @@ Values stored into lists, dicts, objects and module globals keep their
 tangents (cassette propagates metadata through the program's data, which
 itself holds primal values); ``sum`` has a rule that reads a list's
 per-element tangents with ``metameta``.  ``directional_derivative(f, xs, v)``
-differentiates functions of lists (and returning lists).
+differentiates functions of lists (and returning lists) and of numpy arrays.
+
+**Strict.**  ``ForwardAD.metadata_loss = "raise"``: an operation on a value
+with a tangent that has no rule raises ``cassette.MetadataLossError``
+naming it, and so does a rule asked for what it cannot differentiate
+(:class:`NotDifferentiable`) — a derivative is right or it is an error,
+never a silently dropped term.  The rules: this module has the
+arithmetic operators and ``sum``; ``ad_math.py`` the rest of Python's
+numbers (``math``, ``abs``, ``max``/``min``, ``int``, ``round``, ``%`` …)
+and ``ad_numpy.py`` numpy's common surface (every elementwise ufunc with
+``out=`` and ``where=``, reductions with ``axis``/``keepdims``, copies,
+conversions, stores, iteration, ``tolist``, ``np.linalg`` and
+``np.einsum``).  Both are imported at the end of this module.
 
 Only the public API is used: ``enabletagging``, ``tag``, ``untag``,
-``istagged``, ``metadata``, ``metameta``, ``execute.register``, ``overdub``.
+``istagged``, ``metadata``, ``metameta``, ``execute.register``, ``overdub``,
+``MetadataLossError``.
 
 Run it: ``python examples/ad.py``.
 """
 
 import math
 import operator
+import sys
 
 import numpy as np
 
 import cassette
-from cassette import NoMetaData, OverdubInstead, enabletagging, istagged, metadata, tag, untag
+from cassette import (MetadataLossError, NoMetaData, OverdubInstead, enabletagging, istagged,
+                      metadata, tag, untag)
 
-__all__ = ["ForwardAD", "NO_TANGENT", "binary", "derivative", "differentiable",
-           "directional_derivative", "linear", "tangent", "unary"]
+if __name__ == "__main__":
+    # The rule modules import this one by name: run as a script, it is
+    # that module too (not a second copy with a ForwardAD of its own).
+    sys.modules.setdefault("ad", sys.modules[__name__])
+
+__all__ = ["ForwardAD", "NO_TANGENT", "NotDifferentiable", "binary", "derivative",
+           "differentiable", "directional_derivative", "linear", "tangent", "unary"]
 
 
 class ForwardAD(cassette.Context):
     """Tangents are floats, carried by ints and floats (numpy's float
-    scalars included); a numpy array's tangent is an array of its shape."""
+    scalars included), complex tangents by complex numbers; a numpy
+    array's tangent is an array of its shape.  Strict: an operation with no
+    rule on a value with a tangent raises :class:`cassette.MetadataLossError`."""
+
+    metadata_loss = "raise"
 
     @classmethod
     def metadatatype(cls, T):
         if issubclass(T, (int, float, np.floating, np.integer)) and T is not bool:
             return float
+        if issubclass(T, (complex, np.complexfloating)):
+            return complex
         if issubclass(T, np.ndarray):
             return np.ndarray
         return None
+
+
+class NotDifferentiable(MetadataLossError):
+    """A rule met what it cannot differentiate (a tangent it would have to
+    store where none can be kept, an option it has no rule for)."""
 
 
 #: The tangent of a value that carries none (compared by identity: a rule
@@ -227,65 +258,6 @@ def unary(callee, rule):
     return propagate
 
 
-for _callee, _rule in [
-        (operator.neg, lambda x, dx: -dx),
-        (operator.pos, lambda x, dx: dx),
-        (abs, lambda x, dx: dx if x >= 0 else -dx),
-        (float, lambda x, dx: dx),
-        (math.sin, lambda x, dx: math.cos(x) * dx),
-        (math.cos, lambda x, dx: -math.sin(x) * dx),
-        (math.tan, lambda x, dx: dx / (math.cos(x) * math.cos(x))),
-        (math.exp, lambda x, dx: math.exp(x) * dx),
-        (math.sqrt, lambda x, dx: dx / (2 * math.sqrt(x))),
-        (math.atan, lambda x, dx: dx / (1 + x * x)),
-        (math.tanh, lambda x, dx: (1 - math.tanh(x) ** 2) * dx)]:
-    unary(_callee, _rule)
-
-
-def _log_rule(p, t):
-    """``log(x)`` and ``log(x, base)``."""
-    if len(p) == 1:
-        return t[0] / p[0]
-    x, base = p
-    rule = t[0] / (x * math.log(base))
-    if t[1] is not NO_TANGENT:
-        rule = rule - t[1] * math.log(x) / (base * math.log(base) ** 2)
-    return rule
-
-
-def _add(a, b):
-    """``a + b`` of two tangents, either possibly ``NO_TANGENT``."""
-    if a is NO_TANGENT:
-        return b
-    if b is NO_TANGENT:
-        return a
-    return a + b
-
-
-def _matmul_rule(p, t):
-    left = NO_TANGENT if t[0] is NO_TANGENT else t[0] @ p[1]
-    right = NO_TANGENT if t[1] is NO_TANGENT else p[0] @ t[1]
-    return _add(left, right)
-
-
-_RULES = {
-    math.log: _log_rule,
-    operator.matmul: _matmul_rule,
-    np.exp: lambda p, t: np.exp(p[0]) * t[0],
-    np.log: lambda p, t: t[0] / p[0],
-    np.sin: lambda p, t: np.cos(p[0]) * t[0],
-    np.cos: lambda p, t: -np.sin(p[0]) * t[0],
-    np.tanh: lambda p, t: (1 - np.tanh(p[0]) ** 2) * t[0],
-    np.sqrt: lambda p, t: t[0] / (2 * np.sqrt(p[0])),
-    np.negative: lambda p, t: -t[0],
-    np.add: lambda p, t: _add(t[0], t[1]),
-    np.multiply: lambda p, t: t[0] * p[1] + p[0] * t[1],
-    np.dot: _matmul_rule,
-}
-for _callee, _rule in _RULES.items():
-    differentiable(_callee, _rule)
-
-
 def linear(callee, apply=None):
     """Register ``callee`` — linear in its first argument, which is the
     only differentiated one — so that the tangent is ``apply(tangent,
@@ -296,7 +268,12 @@ def linear(callee, apply=None):
     def propagate(ctx, f, first, *rest, **keywords):
         if not istagged(first, ctx):
             return OverdubInstead
-        value = f(untag(first, ctx), *[untag(r, ctx) for r in rest], **keywords)
+        if any(tangent(v, ctx) is not NO_TANGENT for v in (*rest, *keywords.values())):
+            raise NotDifferentiable(f"{_name(callee)}: only its first argument may "
+                                    f"carry a tangent")
+        rest = [untag(r, ctx) for r in rest]
+        keywords = {k: untag(v, ctx) for k, v in keywords.items()}
+        value = f(untag(first, ctx), *rest, **keywords)
         t = tangent(first, ctx)
         return tag(value, ctx, apply(t, *rest, **keywords) if t is not NO_TANGENT
                    else NO_TANGENT)
@@ -304,41 +281,23 @@ def linear(callee, apply=None):
     return propagate
 
 
-for _callee in (np.sum, np.mean, np.transpose, np.ravel, np.reshape, np.ndarray.sum,
-                np.ndarray.mean, np.ndarray.reshape, np.ndarray.ravel):
-    linear(_callee)
-linear(np.ndarray.transpose, np.transpose)
-
-
-# Only tagged arrays are dispatched here (``cassette.Tagged[np.ndarray]``):
-# the program's other subscripts and attribute loads never call a handler.
-TAGGED_ARRAY = cassette.Tagged[np.ndarray]
-
-
-@cassette.execute.register(ForwardAD, operator.getitem, TAGGED_ARRAY, object)
-def _item(ctx, f, container, key):
-    """``a[key]`` of a tagged array is linear: its tangent is the tangent's
-    ``[key]``."""
-    t = metadata(container, ctx)
-    if t is NoMetaData:                # tagged without a tangent
-        return OverdubInstead
-    key = untag(key, ctx)
-    return tag(f(untag(container, ctx), key), ctx, NO_TANGENT if t is NO_TANGENT else t[key])
-
-
-@cassette.execute.register(ForwardAD, getattr, TAGGED_ARRAY, object, cassette.Vararg(object))
-def _attribute(ctx, f, obj, name, *default):
-    """``a.T`` of a tagged array is linear too."""
-    if name != "T" or not istagged(obj, ctx):
-        return OverdubInstead
-    t = tangent(obj, ctx)
-    return tag(untag(obj, ctx).T, ctx, t.T if t is not NO_TANGENT else NO_TANGENT)
+def _name(callee):
+    """How an error names ``callee``."""
+    module = getattr(callee, "__module__", None) or ""
+    name = getattr(callee, "__qualname__", None) or getattr(callee, "__name__", repr(callee))
+    return f"{module}.{name}" if module and module != "builtins" else name
 
 
 def _elements(iterable, ctx):
     """``(primals, tangents)`` of what ``iterable`` holds.  A list or tuple
     built in the run holds primal values, its tangents are its components'
-    metadata (``metameta``); a generator, driven here, yields tagged values."""
+    metadata (``metameta``); a generator, driven here, yields tagged values;
+    a tagged array gives its rows and theirs."""
+    if istagged(iterable, ctx):
+        # A tagged array (or number): its elements along the first axis,
+        # each with the matching part of the tangent.
+        values, t = list(untag(iterable, ctx)), tangent(iterable, ctx)
+        return values, (list(t) if t is not NO_TANGENT else [NO_TANGENT] * len(values))
     components = cassette.metameta(iterable, ctx)
     values = list(iterable)
     if isinstance(components, list) and len(components) == len(values):
@@ -393,8 +352,15 @@ def directional_derivative(f, xs, direction):
         if components is cassette.NoMetaMeta:
             return [NO_TANGENT] * len(out)
         return [NO_TANGENT if m.data is cassette.NoMetaData else m.data for m in components]
+    if isinstance(out, np.ndarray) and not istagged(out, ctx):
+        return np.zeros(out.shape)          # an array that depends on nothing varied
     return tangent(out, ctx)
 
+
+# The rules of the rest of Python's numbers and of numpy (they import this
+# module, whose names they use, as ``ad``).
+import ad_math  # noqa: E402,F401
+import ad_numpy  # noqa: E402,F401
 
 if __name__ == "__main__":
     print("D(sin, 1)                      =", derivative(math.sin, 1.0), "  cos(1) =", math.cos(1.0))

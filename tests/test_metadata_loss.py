@@ -170,3 +170,35 @@ def test_a_changed_policy_applies_to_the_next_run():
 
 def test_without_tagging_the_policy_changes_nothing():
     assert cassette.overdub(Strict(), hypot_of, 2.0) == math.hypot(2.0, 1.0)
+
+
+def fsum_of_a_list(x):
+    return math.fsum([x, 1.0])
+
+
+def fsum_of_nested(x):
+    return math.fsum([v for pair in [(1.0, x)] for v in pair]) + math.fsum({"a": [x]}["a"])
+
+
+def element_without_metadata(x):
+    values = [x, 1.5]
+    return values[1] * 2.0 + len(values), sorted(values)[0]
+
+
+def test_a_container_holding_metadata_hands_it_to_the_primitive():
+    """``math.fsum([x, 1.0])``: the list holds ``x``'s metadata, and fsum,
+    without a handler, drops it."""
+    for program in (fsum_of_a_list, fsum_of_nested):
+        with pytest.raises(MetadataLossError) as raised:
+            overdub_tagged(Strict, program, 2.0)
+        assert str(raised.value).startswith("math.fsum(list holding Tagged) has no handler")
+        run, out = overdub_tagged(Dropping, program, 2.0)
+        assert out == program(2.0)
+
+
+def test_reading_a_component_without_metadata_is_no_loss():
+    # The list's propagator reads values[1] (no metadata) and sorts the list
+    # (x keeps its own): the results are what they are.
+    run, (scaled, smallest) = overdub_tagged(Strict, element_without_metadata, 2.0, slope=0.5)
+    assert scaled == 5.0 and not cassette.istagged(scaled, run)
+    assert untag(smallest, run) == 1.5
