@@ -831,7 +831,9 @@ def _know_numpy(numpy):
     _numpy_known = True
     _PROPAGATORS.update({numpy.array: _array_of, numpy.asarray: _array_of,
                          numpy.ndarray.__getitem__: _getitem,
-                         numpy.ndarray.__setitem__: _setitem})
+                         numpy.ndarray.__setitem__: _setitem,
+                         numpy.ndarray.copy: _array_copy, numpy.copy: _array_copy,
+                         numpy.ndarray.tolist: _array_tolist})
 
 
 def fallback(ctx, callee, primitive, args, kwargs):
@@ -1011,6 +1013,178 @@ def _store_array_element(ctx, array, key, primal, data):
             record.items.pop(index, None)
 
 
+def _array_positions(array, key):
+    """The flat positions of ``array`` that ``array[key]`` selects, shaped as
+    the selection (slices, masks, index arrays, rows …); None when ``key``
+    selects nothing this way."""
+    numpy = _modules["numpy"]
+    try:
+        return numpy.arange(array.size).reshape(array.shape)[key]
+    except Exception:
+        return None
+
+
+def _array_parts(ctx, array):
+    """``{flat position: (element, metadata)}`` for the elements of untagged
+    ``array`` that still hold what was stored with metadata (empty: none)."""
+    record = _record(_cache(ctx), array)
+    if record is None or type(record.items) is not dict or not record.items:
+        return {}
+    ravel = _modules["numpy"].ravel_multi_index
+    parts = {}
+    for index, part in record.items.items():
+        try:
+            if _same_element(part[0], array[index]):
+                parts[int(ravel(index, array.shape))] = part
+        except Exception:
+            continue
+    return parts
+
+
+def _element_data(ctx, value, shape):
+    """The metadata of each element of ``value`` (what a store writes; a
+    tagged value is split already: ``value`` is ``(primal, data)``) as a
+    flat list for a selection of ``shape``, ``_UNTAGGED`` where none; None
+    when no element has any.  A number's metadata goes to every element;
+    a list's, a tuple's (nested) and an untagged array's elements give
+    theirs, broadcast as numpy broadcasts the values."""
+    numpy = _modules["numpy"]
+    primal, data = value
+    if data is not _UNTAGGED:
+        if _is_array(primal) or data is NoMetaData:
+            return None             # an array's own metadata is the context's to split
+        return [data] * int(numpy.prod(shape, dtype=numpy.int64))
+    if _is_array(primal):
+        parts = _array_parts(ctx, primal)
+        if not parts:
+            return None
+        source = numpy.full(primal.size, _UNTAGGED, dtype=object)
+        for position, part in parts.items():
+            source[position] = part[1]
+        source = source.reshape(primal.shape)
+    elif isinstance(primal, (list, tuple)):
+        try:
+            source = numpy.full(numpy.shape(primal), _UNTAGGED, dtype=object)
+        except Exception:
+            return None
+        parts_of = {}
+        for index in numpy.ndindex(source.shape):
+            source[index] = _nested_data(ctx, primal, index, parts_of)
+        if all(d is _UNTAGGED for d in source.flat):
+            return None
+    else:
+        return None
+    try:
+        return list(numpy.broadcast_to(source, shape).ravel())
+    except ValueError:
+        return None
+
+
+def _nested_data(ctx, value, index, parts_of):
+    """The metadata of the number at ``index`` of nested lists and tuples
+    ``value`` (their records' parts, memoized in ``parts_of`` by list),
+    or ``_UNTAGGED``."""
+    for i in index[:-1]:
+        value = value[i]
+    if not isinstance(value, (list, tuple)):
+        return _UNTAGGED
+    parts = parts_of.get(id(value))
+    if parts is None:
+        record = _record(_cache(ctx), value)
+        parts = (_sequence_parts(record, value, check=True)
+                 if record is not None and record.items is not None else ())
+        parts_of[id(value)] = parts
+    i = index[-1]
+    if i < len(parts) and parts[i] is not None:
+        return parts[i][1]
+    return _split(value[i], ctx.tag)[1] if i < len(value) else _UNTAGGED
+
+
+def _store_array_selection(ctx, array, key, value):
+    """After ``array[key] = value`` with a key that is not one element's:
+    each element written keeps the metadata of what was written there."""
+    positions = _array_positions(array, key)
+    if positions is None:
+        return
+    sources = _element_data(ctx, value, positions.shape)
+    cache = _cache(ctx)
+    record = _record(cache, array)
+    if sources is None and (record is None or not record.items):
+        return
+    if record is None:
+        record = _new_record(cache, array)
+    if type(record.items) is not dict:
+        record.items = {}
+    items = record.items
+    unravel = _modules["numpy"].unravel_index
+    for i, position in enumerate(positions.ravel()):
+        index = tuple(int(j) for j in unravel(position, array.shape))
+        data = _UNTAGGED if sources is None else sources[i]
+        if data is _UNTAGGED:
+            items.pop(index, None)
+        else:
+            items[index] = (array[index], data)
+
+
+def _with_array_parts(ctx, source, positions, out):
+    """``out``, an array made of ``source``'s elements at ``positions``
+    (shaped as ``out``), given those elements' metadata."""
+    parts = _array_parts(ctx, source)
+    if not parts or not _is_array(out) or positions is None or positions.shape != out.shape:
+        return out
+    unravel = _modules["numpy"].unravel_index
+    items = None
+    for i, position in enumerate(positions.ravel()):
+        part = parts.get(int(position))
+        if part is None:
+            continue
+        index = tuple(int(j) for j in unravel(i, out.shape))
+        if _same_element(part[0], out[index]):
+            if items is None:
+                record = _new_record(_cache(ctx), out)
+                items = record.items = {}
+            items[index] = (out[index], part[1])
+    return out
+
+
+def _array_copy(ctx, primitive, args, kwargs):
+    """``a.copy()``, ``numpy.copy(a)``: the copy's elements keep theirs."""
+    tag = ctx.tag
+    out = primitive(*_untag_all(args, tag), **{k: _primal(v, tag) for k, v in kwargs.items()})
+    source = _primal(args[0], tag) if args else None
+    if _is_array(source) and _is_array(out) and out.shape == source.shape and out is not source:
+        _with_array_parts(ctx, source, _array_positions(source, ...), out)
+    return out
+
+
+def _array_tolist(ctx, primitive, args, kwargs):
+    """``a.tolist()``: the lists' numbers keep their elements' metadata."""
+    tag = ctx.tag
+    source = _primal(args[0], tag) if args else None
+    out = primitive(*_untag_all(args, tag), **{k: _primal(v, tag) for k, v in kwargs.items()})
+    if not _is_array(source) or not isinstance(out, list):
+        return out
+    parts = _array_parts(ctx, source)
+    if not parts:
+        return out
+    ravel = _modules["numpy"].ravel_multi_index
+
+    def record_rows(rows, prefix):
+        if source.ndim - len(prefix) > 1:
+            for i, row in enumerate(rows):
+                record_rows(row, prefix + (i,))
+            return
+        recorded = []
+        for i, element in enumerate(rows):
+            part = parts.get(int(ravel(prefix + (i,), source.shape)))
+            recorded.append(None if part is None else (element, part[1]))
+        if any(p is not None for p in recorded):
+            record_parts(ctx, rows, recorded)
+
+    record_rows(out, ())
+    return out
+
+
 def _getitem(ctx, primitive, args, kwargs):
     if len(args) != 2 or kwargs:
         return _plain(ctx, primitive, args, kwargs)
@@ -1022,6 +1196,8 @@ def _getitem(ctx, primitive, args, kwargs):
     if record is None or record.items is None:
         return out
     if _is_array(container):
+        if _element_index(container, key) is None:
+            return _with_array_parts(ctx, container, _array_positions(container, key), out)
         return _read_array_element(tag, record, container, key, out)
     if isinstance(container, (list, tuple)):
         if type(key) is slice:
@@ -1040,7 +1216,10 @@ def _setitem(ctx, primitive, args, kwargs):
     record = _record(cache, container)
     if _is_array(container):
         out = primitive(container, key, primal)
-        _store_array_element(ctx, container, key, primal, data)
+        if _element_index(container, key) is None:
+            _store_array_selection(ctx, container, key, (primal, data))
+        else:
+            _store_array_element(ctx, container, key, primal, data)
         return out
     if isinstance(container, list) and type(key) is slice:
         pool = None if record is None else _sequence_parts(record, container)
@@ -1274,13 +1453,15 @@ def _copying(ctx, primitive, args, kwargs):
 
 
 def _array_of(ctx, primitive, args, kwargs):
-    """``numpy.array(x)``/``numpy.asarray(x)`` of a flat list or tuple whose
-    elements carry metadata: the array's elements carry it."""
+    """``numpy.array(x)``/``numpy.asarray(x)`` of a list or tuple (nested
+    too) whose numbers carry metadata, or a copy of an array whose elements
+    do: the array's elements carry it."""
     tag = ctx.tag
+    cache = _cache(ctx)
     source = _primal(args[0], tag) if args else None
     elements = None
     if isinstance(source, (list, tuple)):
-        record = _record(_cache(ctx), source)
+        record = _record(cache, source)
         if record is not None and record.items is not None:
             elements = [_UNTAGGED if p is None else p[1]
                         for p in _sequence_parts(record, source, check=True)]
@@ -1293,6 +1474,15 @@ def _array_of(ctx, primitive, args, kwargs):
         for i, data in enumerate(elements):
             if data is not _UNTAGGED:
                 _store_array_element(ctx, out, i, out[i], data)
+    elif _is_array(out) and out is not source and (
+            _is_array(source) or isinstance(source, (list, tuple))):
+        # A copy of an array, or an array of nested lists: each element
+        # keeps the metadata of the element it was made from.
+        if _is_array(source) and source.shape == out.shape:
+            _with_array_parts(ctx, source, _array_positions(source, ...), out)
+        elif out.ndim > 1 and any(isinstance(row, (list, tuple)) and _record(cache, row)
+                                  is not None for row in source):
+            _store_array_selection(ctx, out, ..., (source, _UNTAGGED))
     return out
 
 
@@ -1588,6 +1778,9 @@ def _concatenating(ctx, primitive, args, kwargs):
 # A propagator marked ``always`` runs even when no argument is tagged and
 # none has a record: what it makes may hold tagged values a generator gave.
 _copying.always = True
+# Nested lists hold their numbers' metadata a level down: not in a record
+# of their own.
+_array_of.always = True
 _iterating.always = True
 
 _PROPAGATORS = {

@@ -431,6 +431,42 @@ def test_numpy_array_elements_carry_their_own_metadata():
     assert filled.tolist() == [[0.0, 7.0], [3.0, 0.0]]
 
 
+def test_numpy_slice_stores_copies_iteration_and_tolist_keep_elements_metadata():
+    """Like a list's (reference §6): a slice or row store of a list or of
+    another array, a slice read, copies, np.array of nested lists, tolist
+    and iteration; an element overwritten with a plain value forgets."""
+    np = pytest.importorskip("numpy")
+
+    def f(a, b):
+        u = np.zeros(4)
+        u[1:3] = [a, b]
+        tail = u[1:]
+        copied = u.copy()
+        rows = np.array([[a, 1.0], [2.0, b]])
+        grid = np.zeros((2, 2))
+        grid[0] = [b, a]
+        moved = np.zeros(4)
+        moved[:] = u
+        listed = u.tolist()
+        seen = ([labelled(ctx, v) for v in tail], labelled(ctx, copied[2]),
+                [labelled(ctx, v) for v in rows[1]], labelled(ctx, grid[0, 1]),
+                labelled(ctx, moved[1]), labelled(ctx, np.array(copied)[1]),
+                [labelled(ctx, v) for v in u], listed)
+        u[1:3] = 0.0
+        return seen, labelled(ctx, u[1]), labelled(ctx, np.copy(u)[2])
+
+    ctx = new_context()
+    (tail, copied, rows, grid, moved, again, iterated, listed), forgotten, gone = overdub(
+        ctx, f, tag(3.0, ctx, "a"), tag(4.0, ctx, "b"))
+    assert tail == [(3.0, "a"), (4.0, "b"), (0.0, NoMetaData)]
+    assert copied == (4.0, "b") and moved == again == (3.0, "a")
+    assert rows == [(2.0, NoMetaData), (4.0, "b")] and grid == (3.0, "a")
+    assert iterated == [(0.0, NoMetaData), (3.0, "a"), (4.0, "b"), (0.0, NoMetaData)]
+    assert listed == [0.0, 3.0, 4.0, 0.0]
+    assert [m.data for m in cassette.metameta(listed, ctx)] == [NoMetaData, "a", "b", NoMetaData]
+    assert forgotten == (0.0, NoMetaData) == gone
+
+
 def test_a_whole_numpy_array_can_be_tagged():
     np = pytest.importorskip("numpy")
     ctx = new_context()
