@@ -64,7 +64,6 @@ from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 # library; what cassette calls stays what it was (issue 35, item 2).
 _shallow_copy = _copy.copy
 _deepcopy = _copy.deepcopy
-_finalize = weakref.finalize
 _ref = weakref.ref
 
 __all__ = [
@@ -113,16 +112,19 @@ class Tag:
         """The type of values of ``primal_type`` tagged with this tag."""
         made = self._types.get(primal_type)
         if made is None:
-            generic = Tagged[primal_type]
-            name = f"{generic.__name__}@{self.number}"
             spares = _spare_types.get(primal_type)
             if spares:
                 made = spares.pop()
-                made.__name__ = made.__qualname__ = name
+                made.__name__ = made.__qualname__ = f"{made.__bases__[0].__name__}@{self.number}"
             else:
-                made = type(generic)(name, (generic,), {"__slots__": (), "__module__": __name__})
+                generic = Tagged[primal_type]
+                made = type(generic)(f"{generic.__name__}@{self.number}", (generic,),
+                                     {"__slots__": (), "__module__": __name__})
             if not self._types:
-                _finalize(self, _forget_types, self._types)
+                # When the tag dies its types go spare: a weak reference's
+                # callback, kept by the module (cheaper than weakref.finalize,
+                # which a derivative per call would pay each time).
+                _tag_watchers[id(self)] = _ref(self, _types_forgetter(id(self), self._types))
             self._types[primal_type] = made
             _type_tags[made] = _ref(self)
         return made
@@ -152,6 +154,18 @@ _type_tags = {}
 _spare_types = {}
 _SPARES_KEPT = 4
 _HEAPTYPE = 1 << 9              # Py_TPFLAGS_HEAPTYPE
+
+
+#: id(live tag that made types) -> the weak reference whose callback
+#: forgets them (:func:`_types_forgetter`).
+_tag_watchers = {}
+
+
+def _types_forgetter(key, types_of_tag):
+    def forget(ref):
+        _tag_watchers.pop(key, None)
+        _forget_types(types_of_tag)
+    return forget
 
 
 def _forget_types(types_of_tag):

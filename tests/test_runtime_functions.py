@@ -8,8 +8,10 @@ recipes are made and used, and change what the recipes depend on while they
 are in use."""
 
 import functools
+import gc
 import threading
 import types
+import weakref
 
 import pytest
 
@@ -361,3 +363,45 @@ def test_a_suspended_generator_made_at_run_time_keeps_its_context():
     assert list(other_generator) == [2 * x for x in range(1, 5)]
     # Each generator's every multiplication went to its own context.
     assert mine.metadata["mul"] == 7 and other.metadata["mul"] == 5
+
+
+# -- the entry's decisions (engine._decisions) ------------------------------------
+
+def _entered(x):
+    return x + 1
+
+
+def _entered_instead(x):
+    return x * 10
+
+
+def test_an_entry_of_the_same_function_again_sees_every_change():
+    """``overdub(ctx, f)`` of one function again and again reuses its
+    decision; a new code object, a new handler and a new context class each
+    make a new one, and the decision keeps the function alive no longer."""
+    ctx = Nothing()
+    assert cassette.overdub(ctx, _entered, 1) == 2 == cassette.overdub(ctx, _entered, 1)
+    saved = _entered.__code__
+    try:
+        _entered.__code__ = _entered_instead.__code__
+        assert cassette.overdub(ctx, _entered, 1) == 10
+    finally:
+        _entered.__code__ = saved
+    assert cassette.overdub(ctx, _entered, 1) == 2
+
+    class Replacing(cassette.Context):
+        pass
+
+    assert cassette.overdub(Replacing(), _entered, 1) == 2
+    cassette.execute.register(Replacing, _entered)(lambda ctx, f, x: -x)
+    assert cassette.overdub(Replacing(), lambda x: _entered(x), 1) == -1
+    assert cassette.overdub(Nothing(), _entered, 1) == 2
+
+    def made():
+        return 7
+
+    assert cassette.overdub(ctx, made) == 7
+    gone = weakref.ref(made)
+    del made
+    gc.collect()
+    assert gone() is None
