@@ -84,7 +84,11 @@ LIBRARIES = {
         Library("sympy",
                 default=("sympy.core.tests.test_basic",),
                 full=("sympy.core", "sympy.sets", "sympy.logic", "sympy.utilities.tests",
-                      "sympy.ntheory", "sympy.polys.tests.test_polytools")),
+                      "sympy.ntheory", "sympy.polys.tests.test_polytools"),
+                # Wester's problems are a list of what a CAS should solve, not
+                # tests of sympy's: most are expected failures, some run for
+                # minutes, and their reports exhaust 14 GB plainly on 3.14+.
+                options=("-k", "not test_wester")),
         Library("mpmath",
                 default=("mpmath.tests.test_power", "mpmath.tests.test_division"),
                 full=("mpmath",)),
