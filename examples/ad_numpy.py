@@ -61,18 +61,24 @@ def _or_zeros(t, primal):
     return _zeros(primal) if t is None else t
 
 
+_ndarray = np.ndarray
+
+
 def carrying(ctx, value, t):
     """``value`` with tangent ``t``: untagged when ``t`` is None or
     ``value`` holds no floats (integers, booleans: nothing to carry)."""
     if t is None:
         return value
+    if (type(value) is _ndarray and type(t) is _ndarray and t.shape == value.shape
+            and value.dtype.kind in "fc" and t.flags.writeable):
+        return tag(value, ctx, t)       # the common case, first
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "fc":
             return value
         t = np.asarray(t)
         if t.shape != value.shape:
             t = np.broadcast_to(t, value.shape)
-        if not t.flags.writeable or not t.flags.owndata and t.base is None:
+        if not t.flags.writeable:      # a broadcast view: a tangent of its own
             t = np.array(t)
         return tag(value, ctx, t)
     if isinstance(value, (np.integer, np.bool_, bool, int)) and not isinstance(value, float):
@@ -84,11 +90,15 @@ def _primals(args, ctx):
     return [untag(a, ctx) for a in args]
 
 
-def _plain_keywords(keywords, ctx, name):
-    """``keywords`` untagged; none of them may carry a tangent."""
+def _plain_keywords(keywords, ctx, callee):
+    """``keywords`` untagged; none of them may carry a tangent (``callee``
+    is named if one does)."""
+    if not keywords:
+        return keywords
     for key, value in keywords.items():
         if tangent_of(value, ctx) is not None:
-            raise NotDifferentiable(f"{name}: the keyword argument {key}= carries a tangent")
+            raise NotDifferentiable(f"{_name(callee)}: the keyword argument {key}= carries "
+                                    f"a tangent")
     return {k: untag(v, ctx) for k, v in keywords.items()}
 
 
@@ -159,21 +169,29 @@ STEPS = (np.floor, np.ceil, np.trunc, np.rint, np.sign, np.floor_divide, np.heav
          np.logical_xor, np.logical_not)
 
 
+def _is_complex(x):
+    if type(x) is _ndarray:
+        return x.dtype.kind == "c"
+    return isinstance(x, (complex, np.complexfloating))
+
+
 def _elementwise(partials):
     """The handler of a ufunc whose partial derivatives are ``partials``
     (None: that argument's is zero)."""
 
     def propagate(ctx, f, *args, out=None, where=True, **keywords):
-        name = _name(f)
-        primals = _primals(args, ctx)
-        plain = _plain_keywords(keywords, ctx, name)
-        where = untag(where, ctx)
+        primals = [untag(a, ctx) for a in args]
         target = out[0] if isinstance(out, tuple) else out
-        if target is not None:
-            plain["out"] = untag(target, ctx)
-        if where is not True:
-            plain["where"] = where
-        value = f(*primals, **plain)
+        if target is None and where is True and not keywords:
+            value = f(*primals)
+        else:
+            plain = _plain_keywords(keywords, ctx, f)
+            where = untag(where, ctx)
+            if target is not None:
+                plain["out"] = untag(target, ctx)
+            if where is not True:
+                plain["where"] = where
+            value = f(*primals, **plain)
         t = None
         for index, arg in enumerate(args):
             dx = tangent_of(arg, ctx)
@@ -186,14 +204,14 @@ def _elementwise(partials):
             else:
                 term = partials[index](*primals, value) * dx
             t = term if t is None else t + term
-        if t is not None and np.iscomplexobj(t) and not np.iscomplexobj(value):
+        if t is not None and _is_complex(t) and not _is_complex(value):
             t = np.real(t)              # a real function of a complex argument
-        return _written(ctx, name, value, t, target, where)
+        return _written(ctx, f, value, t, target, where)
 
     return propagate
 
 
-def _written(ctx, name, value, t, target, where):
+def _written(ctx, callee, value, t, target, where):
     """The result of a ufunc: ``value`` with tangent ``t``, or — with
     ``out=target`` — ``target`` with ``t`` written into its tangent where
     ``where`` holds."""
@@ -207,7 +225,7 @@ def _written(ctx, name, value, t, target, where):
         return target
     if t is None and not istagged(target, ctx):
         return value
-    raise NotDifferentiable(f"{name}(..., out=...): the output array carries no tangent to "
+    raise NotDifferentiable(f"{_name(callee)}(..., out=...): the output array carries no tangent to "
                             f"write into (make it from a tagged array, e.g. np.zeros_like(x))")
 
 
@@ -228,11 +246,10 @@ def linear(callee, apply=None):
 
     @_register(ForwardAD, callee)
     def propagate(ctx, f, first, *rest, **keywords):
-        name = _name(callee)
         if any(tangent_of(r, ctx) is not None for r in rest):
-            raise NotDifferentiable(f"{name}: only its first argument may carry a tangent")
+            raise NotDifferentiable(f"{_name(f)}: only its first argument may carry a tangent")
         rest = _primals(rest, ctx)
-        keywords = _plain_keywords(keywords, ctx, name)
+        keywords = _plain_keywords(keywords, ctx, f)
         value = f(untag(first, ctx), *rest, **keywords)
         t = tangent_of(first, ctx)
         if t is None and isinstance(first, (list, tuple)):
@@ -295,9 +312,8 @@ def _nested_tangent(value, meta, ctx):
 def _made_array(ctx, f, data, *rest, **keywords):
     """``np.array(data)`` … of an array or of nested lists of numbers and
     arrays: the tangent is made from theirs the same way."""
-    name = _name(f)
     rest = _primals(rest, ctx)
-    keywords = _plain_keywords(keywords, ctx, name)
+    keywords = _plain_keywords(keywords, ctx, f)
     primal = untag(data, ctx)
     value = f(primal, *rest, **keywords)
     if value is primal and istagged(data, ctx):
@@ -317,7 +333,7 @@ def _zero_like(ctx, f, prototype, *rest, **keywords):
     """``np.zeros_like(x)`` … of a tagged ``x``: a tagged array with a zero
     tangent, which a program may fill with values that carry tangents."""
     value = f(untag(prototype, ctx), *_primals(rest, ctx),
-              **_plain_keywords(keywords, ctx, _name(f)))
+              **_plain_keywords(keywords, ctx, f))
     if isinstance(value, np.ndarray) and value.dtype.kind in "fc":
         return tag(value, ctx, _zeros(value))
     return value
@@ -346,10 +362,9 @@ def _sequence(arrays, ctx):
 
 
 def _joining(ctx, f, arrays, *rest, **keywords):
-    name = _name(f)
     primals, tangents = _sequence(arrays, ctx)
     rest = _primals(rest, ctx)
-    keywords = _plain_keywords(keywords, ctx, name)
+    keywords = _plain_keywords(keywords, ctx, f)
     value = f(primals, *rest, **keywords)
     if all(t is None for t in tangents):
         return value
@@ -380,9 +395,8 @@ def _bilinear(callee):
 
     @_register(ForwardAD, callee)
     def propagate(ctx, f, a, b, *rest, **keywords):
-        name = _name(f)
         rest = _primals(rest, ctx)
-        keywords = _plain_keywords(keywords, ctx, name)
+        keywords = _plain_keywords(keywords, ctx, f)
         x, y = untag(a, ctx), untag(b, ctx)
         value = f(x, y, *rest, **keywords)
         da, db = tangent_of(a, ctx), tangent_of(b, ctx)
@@ -402,8 +416,7 @@ for _callee in (np.dot, np.ndarray.dot, np.matmul, operator.matmul, operator.ima
 @_register(ForwardAD, np.einsum)
 def _einsum(ctx, f, subscripts, *operands, **keywords):
     """Multilinear: one term per operand with a tangent."""
-    name = _name(f)
-    keywords = _plain_keywords(keywords, ctx, name)
+    keywords = _plain_keywords(keywords, ctx, f)
     primals = _primals(operands, ctx)
     value = f(subscripts, *primals, **keywords)
     t = None
@@ -444,10 +457,9 @@ def _reduction(jvp):
     is ``jvp(x, dx, value_kept)`` over the last axis of the merged form."""
 
     def propagate(ctx, f, array, axis=None, *rest, **keywords):
-        name = _name(f)
         if rest:
-            raise NotDifferentiable(f"{name}: pass its options as keywords")
-        keywords = _plain_keywords(keywords, ctx, name)
+            raise NotDifferentiable(f"{_name(f)}: pass its options as keywords")
+        keywords = _plain_keywords(keywords, ctx, f)
         axis = untag(axis, ctx)
         x = untag(array, ctx)
         value = f(x, axis=axis, **keywords)
@@ -456,7 +468,7 @@ def _reduction(jvp):
             return value
         unknown = set(keywords) - {"keepdims", "ddof", "dtype"}
         if unknown or keywords.get("dtype") not in (None, float, np.float64):
-            raise NotDifferentiable(f"{name}: no rule for the options {sorted(keywords)}")
+            raise NotDifferentiable(f"{_name(f)}: no rule for the options {sorted(keywords)}")
         merged, restore = _axis_last(x, axis)
         tmerged, _ = _axis_last(np.broadcast_to(dx, np.shape(x)), axis)
         t = jvp(merged, tmerged, keywords)
@@ -506,8 +518,7 @@ for _callees, _jvp in [
 @_register(ForwardAD, np.cumprod)
 @_register(ForwardAD, np.ndarray.cumprod)
 def _cumprod(ctx, f, array, axis=None, **keywords):
-    name = _name(f)
-    keywords = _plain_keywords(keywords, ctx, name)
+    keywords = _plain_keywords(keywords, ctx, f)
     x = untag(array, ctx)
     value = f(x, axis=axis, **keywords)
     dx = tangent_of(array, ctx)
@@ -547,10 +558,9 @@ def _where(ctx, f, condition, *branches):
 @_register(ForwardAD, np.clip)
 @_register(ForwardAD, np.ndarray.clip)
 def _clip(ctx, f, array, low=None, high=None, **keywords):
-    name = _name(f)
-    keywords = _plain_keywords(keywords, ctx, name)
+    keywords = _plain_keywords(keywords, ctx, f)
     if keywords.get("out") is not None:
-        raise NotDifferentiable(f"{name}: no rule for out=")
+        raise NotDifferentiable(f"{_name(f)}: no rule for out=")
     keywords.pop("out", None)
     x, lo, hi = untag(array, ctx), untag(low, ctx), untag(high, ctx)
     value = f(x, lo, hi, **keywords)
@@ -787,7 +797,7 @@ def _attribute(ctx, f, obj, name, *default):
 def _sort(ctx, f, array, axis=-1, **keywords):
     """``a.sort()`` permutes the tangent as it permutes ``a``."""
     x, t = untag(array, ctx), tangent_of(array, ctx)
-    keywords = _plain_keywords(keywords, ctx, "numpy.ndarray.sort")
+    keywords = _plain_keywords(keywords, ctx, f)
     order = np.argsort(x, axis=axis, kind="stable")
     f(x, axis, **keywords)
     if t is not None:
@@ -822,7 +832,7 @@ def _in_place_without_rule(ctx, f, array, *args, **keywords):
     if tangent_of(array, ctx) is None and not any(
             tangent_of(a, ctx) is not None for a in (*args, *keywords.values())):
         return f(untag(array, ctx), *_primals(args, ctx),
-                 **_plain_keywords(keywords, ctx, _name(f)))
+                 **_plain_keywords(keywords, ctx, f))
     raise NotDifferentiable(f"{_name(f)} changes an array with a tangent in place: no rule")
 
 
