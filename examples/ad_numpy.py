@@ -671,13 +671,18 @@ def _store(ctx, f, container, key, item):
 
 @_register(ForwardAD, operator.setitem, np.ndarray, object, cassette.Tagged)
 @_register(ForwardAD, np.ndarray.__setitem__, np.ndarray, object, cassette.Tagged)
+@_register(ForwardAD, operator.setitem, np.ndarray, object, list)
+@_register(ForwardAD, np.ndarray.__setitem__, np.ndarray, object, list)
+@_register(ForwardAD, operator.setitem, np.ndarray, object, tuple)
+@_register(ForwardAD, np.ndarray.__setitem__, np.ndarray, object, tuple)
 def _store_untagged(ctx, f, container, key, item):
-    """``a[key] = v`` where ``a`` carries no tangent and ``v`` one: ``a``
-    cannot keep it."""
+    """``a[key] = v`` where ``a`` carries no tangent and ``v`` (or a number
+    in the list ``v``) one: ``a`` cannot keep it (cassette would keep each
+    element's, which no rule here reads: an error, not a lost tangent)."""
     if istagged(container, ctx):        # both signatures match a tagged one
         return _store(ctx, f, container, key, item)
-    if tangent_of(item, ctx) is None:
-        return f(container, untag(key, ctx), untag(item, ctx))
+    if _nested_tangent(item, None, ctx) is None:
+        return f(untag(container, ctx), untag(key, ctx), untag(item, ctx))
     raise NotDifferentiable(
         "a[key] = v: v carries a tangent and the array a carries none to keep it in "
         "(make a from a tagged array: np.zeros_like(x), x.copy(), …)")

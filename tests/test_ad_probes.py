@@ -46,6 +46,12 @@ def _loop_sum(x):
     return total
 
 
+def _list_into_preallocated(x):
+    out = np.zeros(len(x))
+    out[:2] = [x[0], x[1] * 2]
+    return out.sum()
+
+
 def _accumulated(x):
     u = x.copy()
     u[0] += x[1]
@@ -254,6 +260,9 @@ ARRAY = {
     "heat step": _heat_step, "stencil": _stencil,
     "element +=": _accumulated, "in-place": _in_place, "untagged +=": _untagged_in_place,
     "store into np.zeros": _preallocated,
+    "list into np.zeros": _list_into_preallocated,
+    "plain list into np.zeros": lambda x: (lambda u: (u.__setitem__(slice(0, 2), [1.0, 2.0]),
+                                                     u * x)[1])(np.zeros(len(x))),
     # iteration and lists
     "for loop": _loop_sum, "tolist": lambda x: sum(x.tolist()),
     "tolist 2d": lambda x: x.reshape(2, 3).tolist()[1][2] * 2,
@@ -268,7 +277,7 @@ ARRAY = {
 RAISES = {
     "modf", "frexp",
     "ufunc out untagged", "np.median", "np.interp", "norm ord 2 matrix",
-    "np.linalg.eigvalsh", "store into np.zeros", "np.add.reduce", "np.vectorize", "sorted array",
+    "np.linalg.eigvalsh", "store into np.zeros", "list into np.zeros", "np.add.reduce", "np.vectorize", "sorted array",
 }
 
 
