@@ -136,7 +136,9 @@ UNARY = {
     np.arccosh: lambda x, r: 1 / np.sqrt(x * x - 1),
     np.arctanh: lambda x, r: 1 / (1 - x * x),
     np.deg2rad: lambda x, r: np.pi / 180,
+    np.radians: lambda x, r: np.pi / 180,
     np.rad2deg: lambda x, r: 180 / np.pi,
+    np.degrees: lambda x, r: 180 / np.pi,
     np.conjugate: None,             # linear: the tangent's conjugate
 }
 
@@ -160,13 +162,16 @@ BINARY = {
     np.remainder: (lambda x, y, r: 1.0, lambda x, y, r: -np.floor(x / y)),
     np.fmod: (lambda x, y, r: 1.0, lambda x, y, r: -np.trunc(x / y)),
     np.ldexp: (lambda x, y, r: np.exp2(y), None),
+    np.nextafter: (lambda x, y, r: 1.0, None),
 }
 
 #: ufuncs whose results carry no tangent: steps, comparisons, tests.
 STEPS = (np.floor, np.ceil, np.trunc, np.rint, np.sign, np.floor_divide, np.heaviside,
          np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
          np.isnan, np.isinf, np.isfinite, np.signbit, np.logical_and, np.logical_or,
-         np.logical_xor, np.logical_not)
+         np.logical_xor, np.logical_not, np.spacing, np.isnat, np.gcd, np.lcm, np.invert,
+         np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.left_shift, np.right_shift,
+         *[getattr(np, name) for name in ("bitwise_count",) if hasattr(np, name)])
 
 
 def _is_complex(x):
@@ -409,8 +414,50 @@ def _bilinear(callee):
 
 
 for _callee in (np.dot, np.ndarray.dot, np.matmul, operator.matmul, operator.imatmul, np.outer,
-                np.inner, np.vdot, np.kron, np.cross, np.tensordot):
+                np.inner, np.vdot, np.kron, np.cross, np.tensordot,
+                *[getattr(np, name) for name in ("vecdot", "matvec", "vecmat")
+                  if hasattr(np, name)]):
     _bilinear(_callee)
+
+
+def _pair(first, second):
+    # Run under the context (see _two_outputs): the tuple it builds keeps
+    # each element's tangent, as a tuple a program builds does.
+    return (first, second)
+
+
+def _two_outputs(jvp):
+    """The handler of a ufunc of two outputs (``modf``, ``divmod``,
+    ``frexp``): ``jvp(primals, tangents, outputs)`` gives the outputs'
+    tangents (None: none)."""
+
+    def propagate(ctx, f, *args, **keywords):
+        if keywords:
+            raise NotDifferentiable(f"{_name(f)}: no rule for {sorted(keywords)}")
+        primals = [untag(a, ctx) for a in args]
+        outputs = f(*primals)
+        tangents = [tangent_of(a, ctx) for a in args]
+        if all(t is None for t in tangents):
+            return outputs
+        first, second = jvp(primals, tangents, outputs)
+        return cassette.overdub(ctx, _pair, carrying(ctx, outputs[0], first),
+                                carrying(ctx, outputs[1], second))
+
+    return propagate
+
+
+def _divmod_jvp(p, t, outputs):
+    x, y = p
+    dx = 0.0 if t[0] is None else t[0]
+    dy = 0.0 if t[1] is None else t[1]
+    return None, dx - np.floor(x / y) * dy
+
+
+for _callee, _jvp in [
+        (np.modf, lambda p, t, o: (t[0], None)),
+        (np.frexp, lambda p, t, o: (t[0] / np.exp2(o[1]), None)),
+        (np.divmod, _divmod_jvp)]:
+    _register(ForwardAD, _callee)(_two_outputs(_jvp))
 
 
 @_register(ForwardAD, np.einsum)
