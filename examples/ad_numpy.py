@@ -14,6 +14,8 @@ says — or raises :class:`ad.NotDifferentiable` (a
   (``concatenate``, ``stack`` …): the tangents of the arrays given, zero
   for those without one.
 * **The others**: ``prod``, ``max``/``min`` (piecewise), ``var``/``std``,
+  ``ufunc.reduce`` of ``add``, ``multiply``, ``maximum``, ``minimum`` (as
+  numpy's own ``ptp``, ``nansum``, ``average`` … call it),
   ``clip``, ``where``, products (``dot``, ``outer``, ``einsum`` …),
   ``np.linalg.norm``/``det``/``inv``/``solve``.
 * **Data**: ``a[key]`` and ``a[key] = v`` of a tagged array, iteration,
@@ -185,6 +187,8 @@ def _elementwise(partials):
     (None: that argument's is zero)."""
 
     def propagate(ctx, f, *args, out=None, where=True, **keywords):
+        if len(args) > f.nin:           # outputs given positionally
+            args, out = args[:f.nin], args[f.nin:]
         primals = [untag(a, ctx) for a in args]
         target = out[0] if isinstance(out, tuple) else out
         if target is None and where is True and not keywords:
@@ -554,12 +558,49 @@ def _std_jvp(x, dx, keywords):
 
 for _callees, _jvp in [
         ((np.prod, np.ndarray.prod), _prod_jvp),
-        ((np.max, np.ndarray.max, np.amax, np.nanmax), _chosen_jvp(np.argmax)),
-        ((np.min, np.ndarray.min, np.amin, np.nanmin), _chosen_jvp(np.argmin)),
+        ((np.max, np.ndarray.max, np.amax), _chosen_jvp(np.argmax)),
+        ((np.min, np.ndarray.min, np.amin), _chosen_jvp(np.argmin)),
+        ((np.nanmax,), _chosen_jvp(np.nanargmax)),
+        ((np.nanmin,), _chosen_jvp(np.nanargmin)),
         ((np.var, np.ndarray.var), _var_jvp),
         ((np.std, np.ndarray.std), _std_jvp)]:
     for _callee in _callees:
         _register(ForwardAD, _callee)(_reduction(_jvp))
+
+
+#: ``ufunc.reduce``'s options, in the order of its positional parameters.
+_REDUCE_OPTIONS = ("axis", "dtype", "out", "keepdims", "initial", "where")
+_NO_VALUE = getattr(np, "_NoValue", object())
+#: ufunc -> the tangent of its reduction over the last axis (numpy's own
+#: functions — ``np.ptp``, ``np.nansum``, ``np.average`` … — reduce so).
+_REDUCED = {np.add: lambda x, dx, keywords: np.sum(dx, axis=-1),
+            np.multiply: _prod_jvp,
+            np.maximum: _chosen_jvp(np.argmax), np.fmax: _chosen_jvp(np.nanargmax),
+            np.minimum: _chosen_jvp(np.argmin), np.fmin: _chosen_jvp(np.nanargmin)}
+
+
+@_register(ForwardAD, np.ufunc.reduce)
+def _ufunc_reduce(ctx, f, ufunc, array, *rest, **keywords):
+    """``np.add.reduce(x, axis, …)`` … of the ufuncs of ``_REDUCED``."""
+    x, dx = untag(array, ctx), tangent_of(array, ctx)
+    rest = _primals(rest, ctx)
+    keywords = _plain_keywords(keywords, ctx, f)
+    value = f(ufunc, x, *rest, **keywords)
+    if dx is None:
+        return value
+    options = {**dict(zip(_REDUCE_OPTIONS, rest)), **keywords}
+    jvp = _REDUCED.get(ufunc)
+    initial = options.get("initial", _NO_VALUE)
+    if (jvp is None or options.get("out") is not None
+            or options.get("where", True) is not True
+            or initial is not _NO_VALUE and ufunc is not np.add):
+        raise NotDifferentiable(f"{ufunc.__name__}.reduce: no rule for these options "
+                                f"{sorted(k for k in options if options[k] is not None)}")
+    axis = options.get("axis", 0)
+    merged, restore = _axis_last(x, axis)
+    tmerged, _ = _axis_last(np.broadcast_to(dx, np.shape(x)), axis)
+    return carrying(ctx, value, restore(jvp(merged, tmerged, {}),
+                                        options.get("keepdims", False)))
 
 
 @_register(ForwardAD, np.cumprod)

@@ -195,6 +195,10 @@ ARRAY = {
     "np.mean of rows": lambda x: np.mean([x[:3], x[3:]], axis=0),
     "np.array of a list": lambda x: np.array([x[0], 1.0, x[2] ** 2]),
     "np.add.reduce": lambda x: np.add.reduce(x),
+    "np.multiply.reduce axis": lambda x: np.multiply.reduce(x.reshape(2, 3), axis=1),
+    "np.maximum.reduce": lambda x: np.maximum.reduce(x.reshape(3, 2), 0),
+    "np.ptp": np.ptp, "np.nansum": np.nansum, "np.nanmax": np.nanmax,
+    "np.add.accumulate": lambda x: np.add.accumulate(x),
     "np.sum axis": lambda x: np.sum(x.reshape(2, 3), axis=0),
     "np.sum keepdims": lambda x: np.sum(x.reshape(2, 3), axis=1, keepdims=True),
     "np.mean": np.mean, "x.mean axis": lambda x: x.reshape(3, 2).mean(axis=1),
@@ -286,7 +290,7 @@ ARRAY = {
 RAISES = {
     "modf", "frexp",
     "ufunc out untagged", "np.median", "np.interp", "norm ord 2 matrix",
-    "np.linalg.eigvalsh", "store into np.zeros", "list into np.zeros", "np.add.reduce", "np.vectorize", "sorted array",
+    "np.linalg.eigvalsh", "store into np.zeros", "list into np.zeros", "np.add.accumulate", "np.vectorize", "sorted array",
 }
 
 
