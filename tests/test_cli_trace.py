@@ -210,3 +210,42 @@ def test_colour_only_on_a_terminal(tmp_path, no_color, coloured):
             "\x1b[2m", "").replace("\x1b[0m", "") == plain
     else:
         assert text == plain
+
+
+WRAPPED = """
+    import functools
+
+    def logged(f):
+        @functools.wraps(f)
+        def wrapper(*args):
+            return f(*args)
+        return wrapper
+
+    @logged
+    def beta(x):
+        return x + 1
+
+    @logged
+    def alpha(x):
+        return beta(x) * 2
+
+    print(alpha(3))
+"""
+
+
+def test_rows_are_named_from_their_code_not_from_a_wrapper_copy(tmp_path):
+    """functools.wraps copies __qualname__ and __module__ onto the wrapper:
+    the trace names each call from its code, as cProfile does — the two
+    wrappers (one code) as ``logged.<locals>.wrapper``, then alpha and beta,
+    each once (sys.setprofile's counts; before, the second wrapper was
+    named alpha)."""
+    script = write(tmp_path, "wrapped.py", WRAPPED)
+    expected = setprofile_calls(script, tmp_path)
+    code, stdout, stderr, events = trace_events(tmp_path, str(script))
+    assert (code, stdout, stderr) == (0, "8\n", "")
+    calls = [e["name"] for e in events if e["event"] == "call" and e.get("file") == str(script)]
+    assert calls == ["logged", "logged",            # the decorations
+                     "logged.<locals>.wrapper", "alpha", "logged.<locals>.wrapper", "beta"]
+    assert {name: calls.count(name) for name in set(calls)} == {
+        name: count for name, count in expected.items() if name in set(calls)}
+    assert expected["logged"] == 2

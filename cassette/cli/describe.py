@@ -4,7 +4,7 @@ A tracer sees the program's own objects, and looking at them must not change
 what the program does: a user-defined ``__repr__``, ``__getattr__``,
 ``__hash__`` or ``__len__`` could print, raise, recurse or mutate.  So this
 module reads only what the interpreter keeps in C: a value's exact type, the
-``__qualname__``/``__module__`` slots of functions and classes, the contents
+code objects' names, the ``__qualname__``/``__module__`` slots of classes, the contents
 of builtin containers.  A value whose class is not builtin is shown as
 ``<TypeName>`` (``<TypeName object>`` when its class keeps ``object``'s own
 ``__repr__``), never by calling its ``repr``.
@@ -25,6 +25,7 @@ _DEPTH = 2          # levels of nested containers shown
 
 _type_qualname = type.__dict__["__qualname__"].__get__
 _type_module = type.__dict__["__module__"].__get__
+_dict_get = dict.get
 _FunctionType = types.FunctionType
 BUILTIN_CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType,
                           types.WrapperDescriptorType, types.MethodWrapperType,
@@ -68,11 +69,27 @@ def _qualified(module, qualname):
     return f"{module}.{qualname}"
 
 
+def function_module(f):
+    """The module a Python function was defined in: its globals'
+    ``__name__`` (``f.__module__`` is what ``functools.wraps`` copies from
+    the function wrapped), read without running program code."""
+    name = _dict_get(f.__globals__, "__name__")
+    return name if type(name) is str else None
+
+
+def code_qualname(code):
+    """``code``'s qualified name (``co_qualname``; 3.11 on)."""
+    return code.co_qualname
+
+
 def callee_name(f):
-    """A readable name for a callee, read from C slots only."""
+    """A readable name for a callee, read from C slots only.  A Python
+    function is named from its code and the module it was defined in, never
+    from its ``__qualname__``: a ``functools.wraps`` wrapper is the
+    wrapper, and every function of one code gets one name."""
     kind = type(f)
     if kind is _FunctionType:
-        return _qualified(f.__module__, f.__qualname__)
+        return _qualified(function_module(f), code_qualname(f.__code__))
     operation = OPERATIONS.get(f) if kind is types.BuiltinFunctionType else None
     if operation is not None:
         return operation

@@ -40,8 +40,8 @@ import cassette
 
 from . import callstack
 from .callstack import CALLER, LASTI, program_frame
-from .describe import (BUILTIN_CALLABLE_TYPES, callee_name, callee_site, module_of, short_repr,
-                       type_name)
+from .describe import (BUILTIN_CALLABLE_TYPES, callee_name, callee_site, code_qualname,
+                       function_module, module_of, short_repr, type_name)
 
 _getframe = sys._getframe
 _FunctionType = types.FunctionType
@@ -88,7 +88,7 @@ class Filters:
         """What the globs are matched against: the name, the qualified name,
         the module, and the module and qualified name joined."""
         if type(f) is _FunctionType:
-            module, qualname = f.__module__, f.__qualname__
+            module, qualname = function_module(f), code_qualname(f.__code__)
         elif issubclass(type(f), type):
             module, qualname = module_of(f), type_name(f)
         elif type(f) is types.BuiltinFunctionType:
