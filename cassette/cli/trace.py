@@ -33,6 +33,7 @@ and nothing of it is kept in memory.
 
 import fnmatch
 import sys
+import threading
 import types
 from json.encoder import encode_basestring as _json_string
 
@@ -217,19 +218,39 @@ class TraceSession(callstack.Session):
         self.format = format
         self.filters = filters
         self.colour = colour
-        # One write per line: lines of several threads interleave whole.
-        self.write = out.write
+        self.write = self._locked_writer(out)
         if format == "json":
             self.write('[{"event": "start"}')
         self.main = self.add((JsonTrace if format == "json" else TextTrace)(self, "MainThread"))
 
+    def _locked_writer(self, out):
+        """``out.write`` for the lines of every thread: a text file is not
+        safe to write from several threads (torn lines, NUL bytes, lines
+        lost), so each line is written whole under a lock — reentrant, for a
+        signal handler that runs traced code between two of a thread's
+        writes — and nothing is written once the report is finished (a
+        daemon thread still running then)."""
+        lock = threading.RLock()
+        write = out.write
+        self.finished = False
+
+        def locked_write(text):
+            with lock:
+                if not self.finished:
+                    write(text)
+
+        self._write_lock = lock
+        return locked_write
+
     def finish(self):
         super().finish()
-        if self.format == "json":
-            self.write("\n]\n")
-        elif self.main.pending is not None:
-            self.main._write_pending()
-        self.out.flush()
+        with self._write_lock:
+            if self.format == "json":
+                self.write("\n]\n")
+            elif self.main.pending is not None:
+                self.main._write_pending()
+            self.finished = True
+            self.out.flush()
 
 
 class Tracer(callstack.ToolContext):
