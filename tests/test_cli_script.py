@@ -7,6 +7,8 @@ report sent to a file with ``-o``), the exit status.  The subprocess
 inherits ``CASSETTE_PURE_PYTHON``, so the suite checks both runtimes.
 """
 
+import re
+
 import pytest
 
 from cli_support import run, write
@@ -225,3 +227,41 @@ def test_help(tmp_path):
     for args in (["--help"], ["trace", "--help"], ["profile", "--help"]):
         code, out, err = run(["-m", "cassette", *args], tmp_path)
         assert code == 0 and err == "" and "usage: python -m cassette" in out
+
+
+def test_everything_after_the_program_is_the_programs(tmp_path):
+    """As for python and cProfile: options after the script, ``-m module``
+    or ``-c code`` — ``-h``, ``-o``, ``--sort`` included — are the
+    program's arguments, not cassette's."""
+    write(tmp_path, "pkg/__init__.py", "")
+    write(tmp_path, "pkg/run.py", "import sys\nprint(sys.argv[1:])\n")
+    write(tmp_path, "prog.py", "import sys\nprint(sys.argv[1:])\n")
+    options = ["-h", "-o", "x.txt", "--sort", "calls", "--depth", "2", "-m", "y"]
+    for program in (["-m", "pkg.run"], ["-mpkg.run"], ["prog.py"],
+                    ["-c", "import sys; print(sys.argv[1:])"]):
+        for command in ("trace", "profile"):
+            code, out, err = run(["-m", "cassette", command, "--format", "json",
+                                  *program, *options], tmp_path)
+            assert code == 0, err
+            assert out.splitlines()[0] == repr(options)
+            assert not (tmp_path / "x.txt").exists()
+    code, out, err = run(["-m", "cassette", "trace", "-o", "t.txt", "--depth", "1",
+                          "prog.py", "-o", "u.txt"], tmp_path)
+    assert (code, out, err) == (0, "['-o', 'u.txt']\n", "")
+    assert (tmp_path / "t.txt").exists() and not (tmp_path / "u.txt").exists()
+
+
+def test_a_program_that_closes_standard_output_still_gets_its_report(tmp_path):
+    """json.tool closes sys.stdout when it is done: the profile still
+    appears, after the program's own output (cProfile loses it)."""
+    (tmp_path / "f.json").write_text('{"b": 1, "a": 2}')
+    plain = run(["-m", "json.tool", "--sort-keys", "f.json"], tmp_path)
+    code, out, err = run(["-m", "cassette", "profile", "-m", "json.tool", "--sort-keys",
+                          "f.json"], tmp_path)
+    assert (code, err) == (0, "")
+    assert out.startswith(plain[1]) and "function calls in" in out[len(plain[1]):]
+
+
+def test_version(tmp_path):
+    code, out, err = run(["-m", "cassette", "--version"], tmp_path)
+    assert (code, err) == (0, "") and re.fullmatch(r"cassette \d+\.\d+\.\d+\S*\n", out)

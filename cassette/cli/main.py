@@ -10,6 +10,7 @@ script that does not exist — is one line on standard error and status 2.
 """
 
 import argparse
+import importlib.metadata
 import importlib.util
 import os
 import sys
@@ -42,8 +43,16 @@ def _add_program_arguments(parser):
                         help="the script and its arguments")
 
 
+def _version():
+    try:
+        return importlib.metadata.version("cassette")
+    except importlib.metadata.PackageNotFoundError:     # a source tree on sys.path
+        return "unknown (not installed)"
+
+
 def build_parser():
     parser = _Parser(prog="python -m cassette", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"cassette {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="{trace,profile}")
 
     tracer = commands.add_parser(
@@ -90,12 +99,41 @@ def _positive(text):
     return value
 
 
+def split_program(parser, argv):
+    """``(cassette's arguments, the program's)``: everything from the
+    script, ``-m module`` or ``-c code`` on is the program's (as for
+    ``python`` and ``cProfile``) — ``-o``, ``-h``, ``--sort`` after it
+    included.  The program's part starts with ``-m``/``-c`` and its value,
+    or ``--`` and the script's path."""
+    commands = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)),
+                    None)
+    index = 0
+    while index < len(argv) and argv[index].startswith("-"):
+        index += 1                      # options of the command line itself (--help …)
+    if commands is None or index >= len(argv) or argv[index] not in commands.choices:
+        return argv, []
+    takes_value = {option for action in commands.choices[argv[index]]._actions
+                   for option in action.option_strings if action.nargs != 0}
+    index += 1
+    while index < len(argv):
+        token = argv[index]
+        if token in ("-m", "-c"):
+            return argv[:index], argv[index:index + 2] + ["--"] + argv[index + 2:]
+        if token[:2] in ("-m", "-c") and not token.startswith("--"):     # -mjson.tool
+            return argv[:index], [token[:2], token[2:], "--"] + argv[index + 1:]
+        if token == "--" or not token.startswith("-") or token == "-":
+            rest = argv[index + 1:] if token == "--" else argv[index:]
+            return argv[:index], ["--"] + rest
+        index += 2 if token in takes_value else 1
+    return argv, []
+
+
 def _program(options):
     if options.module is not None:
         return Program("module", options.module, options.args)
     if options.code is not None:
         return Program("code", options.code, options.args)
-    arguments = options.args[1:] if options.args[:1] == ["--"] else options.args
+    arguments = options.args
     if not arguments:
         raise UsageError("missing the program to run: script.py, -m module or -c code")
     script, *args = arguments
@@ -113,10 +151,27 @@ def _open_output(options, default):
         raise UsageError(f"can't write {options.output!r}: {error.strerror}") from None
 
 
+def _kept_descriptor(stream):
+    """A duplicate of ``stream``'s file descriptor, for the report should
+    the program close the stream; None when it has none."""
+    try:
+        return os.dup(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 def main(argv=None):
     parser = build_parser()
     try:
-        options = parser.parse_args(argv)
+        ours, program_part = split_program(parser, sys.argv[1:] if argv is None else list(argv))
+        if program_part[:1] in (["-m"], ["-c"]):
+            # argparse takes the value; what follows the "--" is the program's.
+            options = parser.parse_args(ours + program_part[:2])
+            options.args = program_part[3:]
+        else:
+            options = parser.parse_args(ours)
+            if program_part:
+                options.args = program_part[1:]
         if options.command is None:
             raise UsageError("missing the command: trace or profile (see --help)")
         if (options.command == "profile" and options.format == "html"
@@ -137,11 +192,16 @@ def main(argv=None):
     else:
         ctx, session = profile.make_context(options.ops)
     session.watch_exceptions()
+    kept = None if owned else _kept_descriptor(out)
     start = time.perf_counter()
     outcome = program.run(ctx)
     wall_time = time.perf_counter() - start
     session.finish()
     if options.command == "profile":
+        if out.closed and kept is not None:
+            # The program closed the stream the report goes to (json.tool
+            # closes sys.stdout): the report goes to the same file.
+            out = open(kept, "w", encoding="utf-8", closefd=False)
         report = profile.Profile(session, program.name, wall_time)
         try:
             report.write(out, options.format, options.sort)
