@@ -192,7 +192,7 @@ def main(argv=None):
     else:
         ctx, session = profile.make_context(options.ops)
     session.watch_exceptions()
-    kept = None if owned else _kept_descriptor(out)
+    kept = None if owned or options.command != "profile" else _kept_descriptor(out)
     start = time.perf_counter()
     outcome = program.run(ctx)
     wall_time = time.perf_counter() - start
@@ -210,4 +210,6 @@ def main(argv=None):
             sys.stdout = None
     if owned:
         out.close()
+    if kept is not None:
+        os.close(kept)
     outcome.conclude()
