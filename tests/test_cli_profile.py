@@ -293,3 +293,52 @@ def test_threads_have_their_own_tree(tmp_path):
     assert works[0][0][-2] == "threading.Thread.run"
     rows = {row["name"]: row["calls"] for row in profile["functions"]}
     assert rows["work"] == 1 and rows["threading.Thread.start"] == 1
+
+
+INSTANCES = """
+    import functools
+
+    import numpy as np
+
+    class Dispatchable:
+        # networkx's pattern: an instance standing for the function it wraps
+        def __init__(self, func):
+            self.func = func
+            self.__name__ = func.__name__
+            self.__qualname__ = func.__qualname__
+
+        def __call__(self, *args):
+            return self.func(*args)
+
+    class Opaque:
+        @property
+        def __dict__(self):
+            raise AssertionError("the report ran the program's code")
+
+        def __call__(self):
+            return 1
+
+    def degree(values):
+        return len(values)
+
+    degree = Dispatchable(degree)
+    scaled = functools.partial(np.multiply, 2.0)
+    x = np.arange(4.0)
+    print(np.sum(x), np.mean(x), scaled(x).tolist(), degree([1, 2]), Opaque()())
+"""
+
+
+def test_callable_instances_are_named_by_their_own_names(tmp_path):
+    """numpy's functions, a partial and an instance with __name__ get rows
+    of their own names (before: all '<_ArrayFunctionDispatcher instance>',
+    '<partial instance>'); an instance whose __dict__ is the program's own
+    property is not read."""
+    pytest.importorskip("numpy")
+    script = write(tmp_path, "instances.py", INSTANCES)
+    profile, stdout = profile_json(tmp_path, script)
+    assert stdout == "6.0 1.5 [0.0, 2.0, 4.0, 6.0] 2 1\n"
+    names = {row["name"]: row["calls"] for row in profile["functions"]}
+    assert names["numpy.sum"] == 1 and names["numpy.mean"] == 1
+    assert names["partial(numpy.multiply)"] == 1 and names["numpy.multiply"] == 1
+    assert names["degree"] == 1 and names["<Opaque instance>"] == 1
+    assert not any(name.startswith("<_ArrayFunctionDispatcher") for name in names)

@@ -15,6 +15,7 @@ of builtin containers.  A value whose class is not builtin is shown as
 function; ``short_repr(value)`` is at most about ``WIDTH`` characters.
 """
 
+import functools
 import operator
 import types
 import weakref
@@ -26,6 +27,12 @@ _DEPTH = 2          # levels of nested containers shown
 _type_qualname = type.__dict__["__qualname__"].__get__
 _type_module = type.__dict__["__module__"].__get__
 _dict_get = dict.get
+_type_mro = type.__dict__["__mro__"].__get__
+_type_flags = type.__dict__["__flags__"].__get__
+_type_dict = type.__dict__["__dict__"].__get__
+_proxy_get = types.MappingProxyType.get
+_partial = functools.partial
+_partial_func = functools.partial.func.__get__
 _FunctionType = types.FunctionType
 BUILTIN_CALLABLE_TYPES = (types.BuiltinFunctionType, types.MethodDescriptorType,
                           types.WrapperDescriptorType, types.MethodWrapperType,
@@ -101,7 +108,60 @@ def callee_name(f):
         return _qualified(module if type(module) is str else None, f.__qualname__)
     if issubclass(kind, type):
         return _qualified(_type_module(f), _type_qualname(f))
+    return instance_name(f, kind)
+
+
+def instance_name(f, kind, depth=0):
+    """The name of a callable instance: a ``functools.partial`` by its
+    function's; one whose ``__dict__`` (read through the interpreter's own
+    descriptor, never a property of the program's) holds a
+    ``__qualname__`` or ``__name__`` — numpy's functions, networkx's
+    dispatchers, ``functools.wraps`` on an instance — by it; otherwise
+    ``<Type instance>``."""
+    if kind is _partial and depth < 8:
+        inner = _partial_func(f)
+        inner_kind = type(inner)
+        inner_name = (instance_name(inner, inner_kind, depth + 1)
+                      if inner_kind is _partial else callee_name(inner))
+        return f"partial({inner_name})"
+    namespace = _instance_dict(f, kind)
+    if namespace is not None:
+        name = _dict_get(namespace, "__qualname__")
+        if type(name) is not str:
+            name = _dict_get(namespace, "__name__")
+        if type(name) is str:
+            module = _dict_get(namespace, "__module__")
+            return _qualified(module if type(module) is str else None, name)
+    if not _type_flags(kind) & _HEAPTYPE:
+        # A class written in C (numpy's ufunc): its own descriptors are C too.
+        for attribute in ("__qualname__", "__name__"):
+            descriptor = _type_lookup(kind, attribute)
+            if type(descriptor) in (types.GetSetDescriptorType, types.MemberDescriptorType):
+                name = descriptor.__get__(f, kind)
+                if type(name) is str:
+                    return _qualified(_type_module(kind), name)
     return f"<{_type_qualname(kind)} instance>"
+
+
+_HEAPTYPE = 1 << 9              # Py_TPFLAGS_HEAPTYPE
+
+
+def _type_lookup(kind, name):
+    for klass in _type_mro(kind):
+        found = _proxy_get(_type_dict(klass), name)
+        if found is not None:
+            return found
+    return None
+
+
+def _instance_dict(f, kind):
+    """``f.__dict__`` when the class's ``__dict__`` is the interpreter's
+    descriptor, else None."""
+    descriptor = _type_lookup(kind, "__dict__")
+    if type(descriptor) is not types.GetSetDescriptorType:
+        return None
+    namespace = descriptor.__get__(f, kind)
+    return namespace if type(namespace) is dict else None
 
 
 def callee_site(f):
