@@ -143,3 +143,20 @@ def test_the_example_runs_and_computes_what_it_should():
     assert float(value) == abs(-4.0) * 2.0 + 1.0
     assert ast.literal_eval(seen) == [(-4.0,)]
     assert lines["escapes"] == "0"
+
+
+def test_overdub_has_a_signature_and_a_readable_help():
+    """Issue 38, item 7: the entry is a C function; its docstring gives
+    inspect its signature, and help() shows prose, not escapes."""
+    import inspect
+    import pydoc
+
+    signature = inspect.signature(cassette.overdub)
+    assert str(signature) == "(ctx, f, /, *args, **kwargs)"
+    assert [p.kind for p in signature.parameters.values()] == [
+        inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD]
+    text = pydoc.render_doc(cassette.overdub, renderer=pydoc.plaintext)
+    assert "\\n" not in text and "--" not in text.splitlines()[2]
+    assert "Run f(*args, **kwargs) with every operation in its body" in text
+    assert cassette.overdub.__doc__.startswith("Run f(*args, **kwargs)")

@@ -38,13 +38,13 @@ static PyObject *cassette_entry_call(PyObject *self, PyObject *const *args,
 static PyMethodDef cassette_entry_def = {
     "overdub", (PyCFunction)(void (*)(void))cassette_entry_call,
     METH_FASTCALL | METH_KEYWORDS,
-    "overdub(ctx, f, /, *args, **kwargs)\\n--\\n\\n"
-    "Run f(*args, **kwargs) with every operation in its body -- and,\\n"
-    "recursively, in everything it calls -- routed through ctx.\\n\\n"
-    "Returns what the plain call returns and raises what it raises.  The\\n"
-    "call of f itself is not hooked (write overdub(ctx, lambda: f(x)) to\\n"
-    "hook it too).  Called from code that is itself being overdubbed, the\\n"
-    "enclosing context intercepts everything the inner run does, its\\n"
+    "overdub(ctx, f, /, *args, **kwargs)\n--\n\n"
+    "Run f(*args, **kwargs) with every operation in its body -- and,\n"
+    "recursively, in everything it calls -- routed through ctx.\n\n"
+    "Returns what the plain call returns and raises what it raises.  The\n"
+    "call of f itself is not hooked (write overdub(ctx, lambda: f(x)) to\n"
+    "hook it too).  Called from code that is itself being overdubbed, the\n"
+    "enclosing context intercepts everything the inner run does, its\n"
     "handlers included."
 };
 
