@@ -342,3 +342,26 @@ def test_callable_instances_are_named_by_their_own_names(tmp_path):
     assert names["partial(numpy.multiply)"] == 1 and names["numpy.multiply"] == 1
     assert names["degree"] == 1 and names["<Opaque instance>"] == 1
     assert not any(name.startswith("<_ArrayFunctionDispatcher") for name in names)
+
+
+def test_limit_include_and_exclude(tmp_path):
+    """Issue 38, item 7: --limit shows the first rows, --include/--exclude
+    choose them by name or file (the header still counts every call)."""
+    script = write(tmp_path, "calls.py", CALLS)
+    full, _ = profile_json(tmp_path, script, "10")
+    total = sum(row["calls"] for row in full["functions"])
+    code, out, err = run(["-m", "cassette", "profile", "--sort", "calls", "--limit", "2",
+                          str(script), "10"], tmp_path)
+    assert code == 0 and err == ""
+    table = out.split("filename:lineno(function)\n")[1].split("\n\n")[0].splitlines()
+    by_calls = sorted(full["functions"], key=lambda row: -row["calls"])
+    assert len(table) == 2 and table[0].split()[0] == str(by_calls[0]["calls"])
+    assert f"{total} function calls in" in out
+    only, _ = profile_json(tmp_path, script, "10", options=("--include", "*calls.py"))
+    assert {row["name"] for row in only["functions"]} == {
+        row["name"] for row in full["functions"] if row["file"] == str(script)}
+    without, _ = profile_json(tmp_path, script, "10", options=("--exclude", "fib",
+                                                               "--exclude", "Account*"))
+    assert {row["name"] for row in without["functions"]} == {
+        row["name"] for row in full["functions"]} - {"fib", "Account", "Account.__init__",
+                                                     "Account.deposit"}

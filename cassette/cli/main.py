@@ -81,6 +81,13 @@ def build_parser():
                           help="sort the table by (default: cumtime)")
     profiler.add_argument("--ops", action=argparse.BooleanOptionalAction, default=True,
                           help="count the operation mix (default: on)")
+    profiler.add_argument("-l", "--limit", type=_positive, metavar="N",
+                          help="show the first N rows of the table (and of each "
+                               "function's operation mix)")
+    profiler.add_argument("--include", action="append", default=[], metavar="GLOB",
+                          help="show only rows whose name or file matches (repeatable)")
+    profiler.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                          help="hide rows whose name or file matches (repeatable)")
     profiler.add_argument("--format", choices=("text", "json", "chrome", "speedscope", "html"),
                           default="text",
                           help="cProfile's table and the mix, JSON, Chrome trace events "
@@ -203,8 +210,9 @@ def main(argv=None):
             # closes sys.stdout): the report goes to the same file.
             out = open(kept, "w", encoding="utf-8", closefd=False)
         report = profile.Profile(session, program.name, wall_time)
+        report.row_filters = (tuple(options.include), tuple(options.exclude))
         try:
-            report.write(out, options.format, options.sort)
+            report.write(out, options.format, options.sort, options.limit)
             out.flush()
         except BrokenPipeError:         # `… | head`: the reader has seen enough
             sys.stdout = None

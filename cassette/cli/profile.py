@@ -26,6 +26,7 @@ A function's ``cumtime`` counts each of its calls once, also when it is
 recursive (the outermost call's time), as ``cProfile`` does.
 """
 
+import fnmatch
 import json
 import operator
 import os
@@ -270,8 +271,19 @@ class Profile:
             active[key] -= 1
 
     def table(self, sort):
-        rows = [row for row in self.rows.values() if row.calls]
+        rows = [row for row in self.rows.values() if row.calls and self.shows(row)]
         return sorted(rows, key=SORT_KEYS[sort])
+
+    #: ``(include, exclude)`` globs of the rows the table shows (both empty:
+    #: all); matched against a row's name and its file.
+    row_filters = ((), ())
+
+    def shows(self, row):
+        include, exclude = self.row_filters
+        candidates = (row.name, row.file or "")
+        if any(fnmatch.fnmatchcase(c, p) for p in exclude for c in candidates):
+            return False
+        return not include or any(fnmatch.fnmatchcase(c, p) for p in include for c in candidates)
 
     def operation_totals(self):
         totals = {}
@@ -285,7 +297,7 @@ class Profile:
 
     def write_text(self, out, sort, limit=None):
         rows = self.table(sort)
-        calls = sum(row.calls for row in rows)
+        calls = sum(row.calls for row in self.rows.values())     # shown or not
         out.write(f"         {calls} function calls in {self.wall_time:.3f} seconds\n\n")
         out.write(f"   Ordered by: {_ORDER_NAMES[sort]}\n\n")
         out.write("   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n")
@@ -302,7 +314,7 @@ class Profile:
         for op, count in _by_count(totals):
             out.write(f"{count:>9}  {operation_name(op)}\n")
         out.write("\n   Operation mix by function\n")
-        for row in sorted((r for r in self.rows.values() if r.ops),
+        for row in sorted((r for r in self.rows.values() if r.ops and self.shows(r)),
                           key=lambda r: (-sum(r.ops.values()), r.name)):
             out.write(f"\n   {row.name}: {sum(row.ops.values())} operations\n")
             for op, count in _by_count(row.ops)[:limit or None]:
@@ -389,9 +401,11 @@ class Profile:
             "exporter": "cassette",
         }
 
-    def write(self, out, format, sort):
+    def write(self, out, format, sort, limit=None):
+        """The report in ``format``; the text table shows its first
+        ``limit`` rows (None: all)."""
         if format == "text":
-            self.write_text(out, sort)
+            self.write_text(out, sort, limit)
         elif format == "json":
             json.dump(self.as_json(sort), out, indent=1)
             out.write("\n")
