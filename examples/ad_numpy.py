@@ -697,25 +697,21 @@ def _norm(ctx, f, array, ord=None, axis=None, keepdims=False):
     return carrying(ctx, value, t)
 
 
-@_register(ForwardAD, np.linalg.det)
-def _det(ctx, f, array):
-    a = untag(array, ctx)
-    value = f(a)
-    da = tangent_of(array, ctx)
-    if da is None:
-        return value
-    # d det A = det A · tr(A⁻¹ dA)
-    return carrying(ctx, value, value * np.trace(np.linalg.solve(a, da), axis1=-2, axis2=-1))
+def _of_a_matrix(callee, jvp):
+    """Register ``callee(A)``: its tangent is ``jvp(A, callee(A), dA)``."""
+
+    @_register(ForwardAD, callee)
+    def propagate(ctx, f, array):
+        a = untag(array, ctx)
+        value = f(a)
+        da = tangent_of(array, ctx)
+        return value if da is None else carrying(ctx, value, jvp(a, value, da))
 
 
-@_register(ForwardAD, np.linalg.inv)
-def _inv(ctx, f, array):
-    a = untag(array, ctx)
-    value = f(a)
-    da = tangent_of(array, ctx)
-    if da is None:
-        return value
-    return carrying(ctx, value, -value @ da @ value)
+# d det A = det A · tr(A⁻¹ dA);  d A⁻¹ = −A⁻¹ dA A⁻¹
+_of_a_matrix(np.linalg.det, lambda a, det, da: det * np.trace(np.linalg.solve(a, da),
+                                                                axis1=-2, axis2=-1))
+_of_a_matrix(np.linalg.inv, lambda a, inverse, da: -inverse @ da @ inverse)
 
 
 @_register(ForwardAD, np.linalg.solve)
