@@ -1100,15 +1100,32 @@ def _nested_data(ctx, value, index, parts_of):
     return _split(value[i], ctx.tag)[1] if i < len(value) else _UNTAGGED
 
 
+def _may_hold_metadata(cache, value):
+    """Whether stored ``(primal, data)`` may give elements metadata: tagged,
+    or a container (or a container's row) with a record."""
+    primal, data = value
+    if data is not _UNTAGGED:
+        return True
+    if _is_array(primal) or isinstance(primal, (list, tuple)):
+        if _record(cache, primal) is not None:
+            return True
+        return isinstance(primal, (list, tuple)) and any(
+            isinstance(row, (list, tuple)) and _record(cache, row) is not None
+            for row in primal)
+    return False
+
+
 def _store_array_selection(ctx, array, key, value):
     """After ``array[key] = value`` with a key that is not one element's:
     each element written keeps the metadata of what was written there."""
+    cache = _cache(ctx)
+    record = _record(cache, array)
+    if (record is None or not record.items) and not _may_hold_metadata(cache, value):
+        return                      # the common case: nothing to keep or forget
     positions = _array_positions(array, key)
     if positions is None:
         return
     sources = _element_data(ctx, value, positions.shape)
-    cache = _cache(ctx)
-    record = _record(cache, array)
     if sources is None and (record is None or not record.items):
         return
     if record is None:
@@ -1126,11 +1143,14 @@ def _store_array_selection(ctx, array, key, value):
             items[index] = (array[index], data)
 
 
-def _with_array_parts(ctx, source, positions, out):
-    """``out``, an array made of ``source``'s elements at ``positions``
-    (shaped as ``out``), given those elements' metadata."""
+def _with_array_parts(ctx, source, key, out):
+    """``out``, an array made of ``source[key]``'s elements, given those
+    elements' metadata."""
     parts = _array_parts(ctx, source)
-    if not parts or not _is_array(out) or positions is None or positions.shape != out.shape:
+    if not parts or not _is_array(out):
+        return out
+    positions = _array_positions(source, key)
+    if positions is None or positions.shape != out.shape:
         return out
     unravel = _modules["numpy"].unravel_index
     items = None
@@ -1153,7 +1173,7 @@ def _array_copy(ctx, primitive, args, kwargs):
     out = primitive(*_untag_all(args, tag), **{k: _primal(v, tag) for k, v in kwargs.items()})
     source = _primal(args[0], tag) if args else None
     if _is_array(source) and _is_array(out) and out.shape == source.shape and out is not source:
-        _with_array_parts(ctx, source, _array_positions(source, ...), out)
+        _with_array_parts(ctx, source, ..., out)
     return out
 
 
@@ -1197,7 +1217,7 @@ def _getitem(ctx, primitive, args, kwargs):
         return out
     if _is_array(container):
         if _element_index(container, key) is None:
-            return _with_array_parts(ctx, container, _array_positions(container, key), out)
+            return _with_array_parts(ctx, container, key, out)
         return _read_array_element(tag, record, container, key, out)
     if isinstance(container, (list, tuple)):
         if type(key) is slice:
@@ -1465,7 +1485,9 @@ def _array_of(ctx, primitive, args, kwargs):
         if record is not None and record.items is not None:
             elements = [_UNTAGGED if p is None else p[1]
                         for p in _sequence_parts(record, source, check=True)]
-        elif any(tag_of(v) is tag for v in source):
+        elif source and tag_of(source[0]) is not None:
+            # Tagged values themselves, which only a list made outside the
+            # run holds (a run's lists hold primal values).
             elements = [_split(v, tag)[1] for v in source]
             source = type(source)(_primal(v, tag) for v in source)
     out = primitive(source, *_untag_all(args[1:], tag),
@@ -1479,9 +1501,8 @@ def _array_of(ctx, primitive, args, kwargs):
         # A copy of an array, or an array of nested lists: each element
         # keeps the metadata of the element it was made from.
         if _is_array(source) and source.shape == out.shape:
-            _with_array_parts(ctx, source, _array_positions(source, ...), out)
-        elif out.ndim > 1 and any(isinstance(row, (list, tuple)) and _record(cache, row)
-                                  is not None for row in source):
+            _with_array_parts(ctx, source, ..., out)
+        elif out.ndim > 1 and isinstance(source[0], (list, tuple)):
             _store_array_selection(ctx, out, ..., (source, _UNTAGGED))
     return out
 
