@@ -612,6 +612,12 @@ def build_inputs_hash(full_version):
     return digest.hexdigest()
 
 
+#: setuptools' editable mode: "compat" puts the source tree on sys.path
+#: through a .pth file, which tools that read site-packages (mypy) follow;
+#: the default, an import hook, they cannot.
+EDITABLE_MODE = "compat"
+
+
 def ensure_installed(interp, extras):
     """Make ``.venv/<X.Y>`` hold an up-to-date editable install of cassette
     with at least ``extras``; return the command prefix running the venv's
@@ -626,7 +632,8 @@ def ensure_installed(interp, extras):
     wanted = sorted(have | set(extras))
     current = build_inputs_hash(interp.full_version)
     extension = ROOT / "cassette" / ("_core" + ext_suffix)
-    if stamp.get("hash") == current and have.issuperset(extras) and extension.exists():
+    if (stamp.get("hash") == current and have.issuperset(extras) and extension.exists()
+            and stamp.get("editable_mode") == EDITABLE_MODE):
         return interp.command(venv_python(venv))
 
     if stamp_path.exists():
@@ -645,14 +652,16 @@ def ensure_installed(interp, extras):
             % (",".join(wanted), venv.relative_to(ROOT)))
         targets = ["--editable", ".[%s]" % ",".join(wanted) if wanted else "."]
     status = run(interp.command(venv_python(venv), "-m", "pip", "install", "-qq",
-                  "--disable-pip-version-check", *targets),
+                  "--disable-pip-version-check",
+                  "--config-settings", "editable_mode=%s" % EDITABLE_MODE, *targets),
                  cwd=str(ROOT), env=env)
     if status != 0:
         raise DevError("pip install of cassette into %s failed (exit %d)"
                        % (venv.relative_to(ROOT), status))
     if not extension.exists():
         raise DevError("the install did not build %s" % extension.relative_to(ROOT))
-    stamp_path.write_text(json.dumps({"hash": current, "extras": wanted}) + "\n")
+    stamp_path.write_text(json.dumps({"hash": current, "extras": wanted,
+                                      "editable_mode": EDITABLE_MODE}) + "\n")
     return interp.command(venv_python(venv))
 
 
