@@ -93,7 +93,11 @@ counts file sizes, not disk blocks.
 one or none.  Two processes storing the same key write identical contents;
 the last rename wins.  A file deleted by eviction while another process
 reads it is a miss for that process.  Temporary files left by a crashed
-process are deleted by the next scan of their bucket after an hour.
+process are deleted by the next scan of their bucket after an hour.  A miss
+*claims* the entry (see "claims" below) so that processes started together
+— test workers, a process pool — rewrite each code object about once
+between them: the others wait for the claimer's entry, never longer than
+``CLAIM_PATIENCE`` and never for a process that is gone.
 
 **Configuration** is read when this module is imported; :func:`configure`
 reads the environment again (tests point the cache at a temporary
@@ -160,6 +164,8 @@ _os_utime = os.utime
 _os_getpid = os.getpid
 _get_ident = threading.get_ident
 _time = time.time
+_sleep = time.sleep
+_os_kill = getattr(os, "kill", None)
 _CodeType = types.CodeType
 _FunctionType = types.FunctionType
 _O_BINARY = getattr(os, "O_BINARY", 0)      # Windows: no newline translation
@@ -196,6 +202,7 @@ STATS = {
     "uncacheable": 0,   # loads/stores skipped: no key (a pass or class the key cannot cover)
     "unstorable": 0,    # stores skipped: constants marshal cannot keep
     "evicted": 0,       # entries deleted by the size bound
+    "waited": 0,        # misses another process was rewriting: loaded once it stored
     "errors": 0,        # anything else that went wrong (never raised)
 }
 
@@ -655,6 +662,19 @@ def load(code, kinds, passes):
         path = path_for(digest)
         found = _read(path)
         if found is None:
+            if _claim(code, kinds, passes, digest):
+                found = _read(path)         # stored between the read and the claim
+                if found is not None:
+                    release(code, kinds, passes)
+            elif _await_claimed(path, _claim_path(digest)):
+                # Another process (or thread) was rewriting this very code:
+                # its entry is what this one would have made.
+                found = _read(path)
+                if found is not None:
+                    STATS["waited"] += 1
+            else:
+                _claim(code, kinds, passes, digest)     # taken over: this one rewrites
+        if found is None:
             STATS["misses"] += 1
             return None
         data, mtime = found
@@ -686,6 +706,100 @@ def load(code, kinds, passes):
     except Exception:
         pass
     return rewritten
+
+
+# -- claims: one rewrite of a code object among processes started together --------
+#
+# On a miss, a load *claims* the entry: it creates ``.tmp-claim-<digest>``
+# in the entry's bucket (``O_EXCL``: one creator wins) holding its pid, and
+# its caller rewrites and stores (``store`` deletes the claim; ``release``
+# does when the rewrite stores nothing).  A load that finds the entry claimed
+# by another process or thread waits for the entry instead of rewriting the
+# same code: eight workers importing one library rewrite each code object
+# about once between them.  It stops waiting, and rewrites itself, when the
+# claim goes without an entry, when its process is gone, or after
+# ``CLAIM_PATIENCE`` seconds (a claimer stuck in a pass that waits for this
+# process: never a deadlock).  Stale claim files go with old temporaries.
+
+#: Longest a load waits for another process's rewrite, in seconds.
+CLAIM_PATIENCE = 5.0
+_CLAIM_POLL = 0.0005
+
+# (id(code), kinds, passes) -> the claim file this process holds for it.
+_held_claims = {}
+
+
+def _claim_path(digest):
+    hex_ = digest.hex()
+    return _path_join(_directory, hex_[:2], f".tmp-claim-{hex_[2:]}")
+
+
+def _claimer():
+    return f"{_os_getpid()} {_get_ident()}".encode()
+
+
+def _claim(code, kinds, passes, digest):
+    """Claim the rewrite of ``(code, kinds, passes)``: True when this
+    thread holds the claim (or claims cannot be made here: rewrite anyway),
+    False when another one does."""
+    if _can_store is False:
+        return True
+    path = _claim_path(digest)
+    try:
+        _ensure_bucket(_path_dirname(path))
+        fd = _os_open(path, _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY, 0o600)
+    except FileExistsError:
+        holder = _read(path)
+        return holder is not None and holder[0] == _claimer()
+    except OSError:
+        return True
+    try:
+        _os_write(fd, _claimer())
+    finally:
+        _os_close(fd)
+    _held_claims[(id(code), kinds, passes)] = path
+    return True
+
+
+def release(code, kinds, passes):
+    """Give up this thread's claim of ``(code, kinds, passes)``, if any (the
+    rewrite is stored, or will not be)."""
+    path = _held_claims.pop((id(code), kinds, passes), None)
+    if path is not None:
+        _discard(path)
+
+
+def _await_claimed(path, claim):
+    """Wait until the entry at ``path`` exists (True) or the ``claim`` on it
+    is gone, dead or too old to wait for (False)."""
+    deadline = _time() + CLAIM_PATIENCE
+    while True:
+        if _path_exists(path):
+            return True
+        holder = _read(claim)
+        if holder is None:
+            return _path_exists(path)       # released: stored, or nothing to store
+        if not _alive(holder[0]) or _time() > deadline:
+            _discard(claim)                 # taken over: this process rewrites
+            return False
+        _sleep(_CLAIM_POLL)
+
+
+def _alive(claimer):
+    """Whether the process that wrote claim contents ``claimer`` runs."""
+    try:
+        pid = int(claimer.split()[0])
+    except (ValueError, IndexError):
+        return False
+    if _os_kill is None:
+        return True
+    try:
+        _os_kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True         # another user's process (permission denied): alive
+    return True
 
 
 def _ensure_bucket(bucket):
@@ -757,6 +871,7 @@ def store(code, kinds, passes, rewritten):
         bucket = _bucket_of(digest)
         _ensure_bucket(bucket)
         _write_atomically(path, b"".join((MAGIC, digest, check, body)))
+        release(code, kinds, passes)
         _remember_body(digest, body, code, kinds, passes)
         _can_store = True
         STATS["stores"] += 1

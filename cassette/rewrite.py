@@ -681,9 +681,12 @@ def template_for(code, kinds, passes=(), function=None):
     try:
         rewritten = diskcache.load(code, kinds, passes)
         if rewritten is None:
-            rewritten = _rewritten_code(code, kinds, passes, function)
-            if rewritten is not code:
-                diskcache.store(code, kinds, passes, rewritten)
+            try:
+                rewritten = _rewritten_code(code, kinds, passes, function)
+                if rewritten is not code:
+                    diskcache.store(code, kinds, passes, rewritten)
+            finally:
+                diskcache.release(code, kinds, passes)   # the claim a miss makes
     finally:
         lend_frames(-_REWRITE_FRAMES)
     template = Template(rewritten)

@@ -789,3 +789,154 @@ def test_equal_code_made_again_is_served_from_memory_with_its_own_constants(cach
                    if type(n) is type(first))
     assert diskcache.load(compiled("<elsewhere>"), ALL, ()) is None
     assert diskcache.STATS["misses"] == 1
+
+
+TOGETHER = '''
+import json
+import os
+import statistics
+import sys
+import time
+
+import cassette
+from cassette import diskcache
+
+
+class Count(cassette.Context):
+    def prehook(self, f, /, *args, **kwargs):
+        self.metadata[0] += 1
+
+
+def work():
+    data = [1.0, 2.5, 3.25, 4.0, 8.5, 2.0, 7.25]
+    return (statistics.mean(data), statistics.median(data), statistics.stdev(data),
+            statistics.quantiles(data, n=4), statistics.correlation(data, data[::-1]),
+            statistics.linear_regression(data, sorted(data)), statistics.mode([1, 1, 2]),
+            statistics.NormalDist.from_samples(data).cdf(3.0), statistics.pvariance(data))
+
+
+if sys.argv[1] == "plain":
+    print(json.dumps({"result": repr(work())}))
+    sys.exit()
+while not os.path.exists(sys.argv[2]):      # every child starts rewriting at once
+    time.sleep(0.001)
+result = cassette.overdub(Count(metadata=[0]), work)
+print(json.dumps({"result": repr(result), "stats": diskcache.STATS}))
+'''
+
+
+def test_processes_started_together_rewrite_each_code_object_about_once(tmp_path):
+    """Eight processes, released at one moment, overdub the same functions
+    with an empty cache: between them they store about one entry per code
+    object (each rewrite claimed by one of them, the others waiting for its
+    entry) instead of eight, and each computes what the plain run does."""
+    script = tmp_path / "together.py"
+    script.write_text(TOGETHER)
+    go = tmp_path / "go"
+    cache_dir = tmp_path / "cache"
+    env = child_env(tmp_path, CASSETTE_CACHE_DIR=str(cache_dir))
+    env.pop("CASSETTE_NO_DISK_CACHE", None)
+    plain = json.loads(subprocess.run([sys.executable, str(script), "plain"], env=env,
+                                      capture_output=True, text=True, timeout=300).stdout)
+    children = [subprocess.Popen([sys.executable, str(script), "dubbed", str(go)], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for _ in range(8)]
+    time.sleep(1.0)                 # all imported and waiting
+    go.write_text("")
+    reports = []
+    for child in children:
+        out, err = child.communicate(timeout=300)
+        assert child.returncode == 0, err
+        reports.append(json.loads(out.strip().splitlines()[-1]))
+    assert all(r["result"] == plain["result"] for r in reports)
+    entries = len(entry_files(cache_dir))
+    stores = sum(r["stats"]["stores"] for r in reports)
+    assert entries > 20
+    assert stores <= 1.25 * entries, (stores, entries)      # without claims: 1.7-8x
+    assert sum(r["stats"]["waited"] for r in reports) > 0
+    assert all(r["stats"]["errors"] == r["stats"]["corrupt"] == 0 for r in reports)
+    assert not [name for _base, _dirs, names in os.walk(cache_dir) for name in names
+                if name.startswith(".tmp-claim-")]
+
+
+KILLED = """
+import sys
+from cassette import diskcache, rewrite, Intercept
+import statistics, json.decoder, json.encoder, textwrap, difflib
+
+kinds = rewrite.kinds_for(Intercept.ALL)
+codes = []
+for module in (statistics, json.decoder, json.encoder, textwrap, difflib):
+    codes += [f.__code__ for f in vars(module).values() if type(f).__name__ == "function"]
+print("ready", flush=True)
+while True:                         # until killed
+    for code in codes:
+        if diskcache.load(code, kinds, ()) is None:
+            diskcache.store(code, kinds, (), rewrite._rewritten_code(code, kinds, (), None))
+        diskcache.forget_recent()
+        diskcache.prune(0.05)       # keep deleting, so that it keeps writing
+"""
+
+
+def test_a_writer_killed_mid_write_leaves_whole_entries_or_none(tmp_path):
+    """SIGKILL a process in the middle of storing and pruning: what it left
+    is whole entries (each loads in a new process) and temporaries no
+    reader takes for entries; its claims, of a dead process, make nobody
+    wait."""
+    signal = pytest.importorskip("signal")
+    script = tmp_path / "killed.py"
+    script.write_text(KILLED)
+    cache_dir = tmp_path / "cache"
+    env = child_env(tmp_path, CASSETTE_CACHE_DIR=str(cache_dir))
+    env.pop("CASSETTE_NO_DISK_CACHE", None)
+    for delay in (0.3, 0.7, 1.1):
+        writer = subprocess.Popen([sys.executable, str(script)], env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert writer.stdout.readline() == "ready\n"
+        time.sleep(delay)
+        writer.send_signal(signal.SIGKILL)
+        writer.communicate(timeout=60)
+        check = tmp_path / "check.py"
+        check.write_text(textwrap.dedent('''
+            import json, time
+            import statistics, json.decoder, json.encoder, textwrap, difflib
+            from cassette import diskcache, rewrite, Intercept
+            kinds = rewrite.kinds_for(Intercept.ALL)
+            loaded = 0
+            start = time.perf_counter()
+            for module in (statistics, json.decoder, json.encoder, textwrap, difflib):
+                for f in vars(module).values():
+                    if type(f).__name__ == "function":
+                        code = diskcache.load(f.__code__, kinds, ())
+                        if code is not None:
+                            assert code == rewrite._rewritten_code(f.__code__, kinds, (), None)
+                            loaded += 1
+                        diskcache.release(f.__code__, kinds, ())
+            print(json.dumps({"loaded": loaded, "stats": diskcache.STATS}))
+        '''))
+        report = run_child(tmp_path, check, env)
+        assert report["stats"]["corrupt"] == 0 and report["stats"]["errors"] == 0
+        assert report["stats"]["waited"] == 0           # a dead process's claims: no wait
+        assert report["loaded"] == len(entry_files(cache_dir))
+
+
+def test_a_claim_of_a_dead_process_is_taken_over_at_once(cache):
+    """A claim left by a process that is gone makes no one wait: the next
+    load takes it over and misses at once."""
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    def sample(x):
+        return [x * k for k in range(3)]
+
+    code = sample.__code__
+    digest = diskcache.entry_key(code, ALL, ())
+    claim = diskcache._claim_path(digest)
+    os.makedirs(os.path.dirname(claim), exist_ok=True)
+    with open(claim, "wb") as file:
+        file.write(f"{int(gone.stdout)} 1".encode())
+    assert diskcache.load(code, ALL, ()) is None
+    assert diskcache.STATS["waited"] == 0
+    with open(claim, "rb") as file:
+        assert file.read() == diskcache._claimer()     # now this thread's
+    diskcache.release(code, ALL, ())
+    assert not os.path.exists(claim)
