@@ -30,6 +30,7 @@ a store into one array's tangent changes no other's.  Imported by
 """
 
 import operator
+import types
 
 import numpy as np
 
@@ -725,6 +726,137 @@ def _solve(ctx, f, matrix, rhs):
     residual = _or_zeros(db, b) if da is None else _or_zeros(db, b) - (
         da @ value if np.ndim(value) == np.ndim(a) else (da @ value[..., None])[..., 0])
     return carrying(ctx, value, f(a, residual))
+
+
+# -- order statistics, interpolation, spectra --------------------------------------------
+
+def _order_statistic(ctx, f, array, *rest, **keywords):
+    """``np.median``, ``np.percentile``, ``np.quantile`` (linear
+    interpolation, the default): piecewise linear in the sorted values, so
+    the tangent is the same function of the tangents, reordered."""
+    keywords = _plain_keywords(keywords, ctx, f)
+    rest = _primals(rest, ctx)
+    x, dx = untag(array, ctx), tangent_of(array, ctx)
+    value = f(x, *rest, **keywords)
+    if dx is None:
+        return value
+    options = dict(keywords)
+    if f is not np.median:
+        options.pop("q", None)
+    axis = options.pop("axis", rest[1] if f is not np.median and len(rest) > 1 else
+                       (rest[0] if f is np.median and rest else None))
+    method = options.pop("method", "linear")
+    keepdims = options.pop("keepdims", False)
+    if options or method != "linear" or (f is np.median and len(rest) > 1) or (
+            f is not np.median and len(rest) > 2):
+        raise NotDifferentiable(f"{_name(f)}: no rule for these options")
+    merged, restore = _axis_last(x, axis)
+    tmerged, _ = _axis_last(np.broadcast_to(dx, np.shape(x)), axis)
+    order = np.argsort(merged, axis=-1, kind="stable")
+    ordered = np.take_along_axis(tmerged, order, axis=-1)
+    q = rest[0] if f is not np.median else None
+    # The same statistic of positions 0 … n-1 tells which sorted values it
+    # interpolates between, and with which weights.
+    n = merged.shape[-1]
+    where = (np.median(np.arange(n)) if f is np.median else
+             f(np.arange(n, dtype=float), q))
+    low = np.floor(where).astype(int)
+    high = np.minimum(low + 1, n - 1)
+    weight = where - low
+    t = (np.take(ordered, low, axis=-1) * (1 - weight)
+         + np.take(ordered, high, axis=-1) * weight)
+    if np.ndim(where) > 0:                  # several q: they come first
+        t = np.moveaxis(t, -1, 0)
+        return carrying(ctx, value, np.stack([restore(part, keepdims) for part in t]))
+    return carrying(ctx, value, restore(t, keepdims))
+
+
+for _callee in (np.median, np.percentile, np.quantile):
+    _register(ForwardAD, _callee)(_order_statistic)
+
+
+@_register(ForwardAD, np.interp)
+def _interp(ctx, f, x, xp, fp, *rest, **keywords):
+    """Linear interpolation: the tangent through ``x`` is the slope times
+    its tangent, through ``fp`` the same interpolation of its tangent;
+    ``xp`` (the abscissae) must carry none."""
+    if tangent_of(xp, ctx) is not None or rest or keywords:
+        raise NotDifferentiable("numpy.interp: a rule for x and fp only, without options")
+    xv, xpv, fpv = untag(x, ctx), untag(xp, ctx), untag(fp, ctx)
+    value = f(xv, xpv, fpv)
+    dx, dfp = tangent_of(x, ctx), tangent_of(fp, ctx)
+    t = None
+    if dx is not None:
+        slopes = np.diff(fpv) / np.diff(xpv)
+        segment = np.clip(np.searchsorted(xpv, xv, side="right") - 1, 0, len(slopes) - 1)
+        inside = (xv >= xpv[0]) & (xv <= xpv[-1])
+        t = np.where(inside, slopes[segment], 0.0) * dx
+    if dfp is not None:
+        term = f(xv, xpv, dfp)
+        t = term if t is None else t + term
+    return carrying(ctx, value, t)
+
+
+@_register(ForwardAD, np.linalg.eigvalsh)
+def _eigvalsh(ctx, f, array, UPLO="L"):
+    """dλ_i = v_iᵀ dA v_i (distinct eigenvalues of a symmetric matrix)."""
+    a, da = untag(array, ctx), tangent_of(array, ctx)
+    value = f(a, UPLO)
+    if da is None:
+        return value
+    _, vectors = np.linalg.eigh(a, UPLO)
+    return carrying(ctx, value, np.einsum("...ji,...jk,...ki->...i", vectors, da, vectors))
+
+
+def _sorted_rows(ctx, f, iterable, *, key=None, reverse=False):
+    """``sorted(a)`` of a tagged array: its rows in order, each with its
+    tangent (a list built under the context)."""
+    if key is not None:
+        raise NotDifferentiable("sorted(a, key=…) of an array with a tangent: no rule")
+    primal, t = untag(iterable, ctx), tangent_of(iterable, ctx)
+    order = sorted(range(len(primal)), key=primal.__getitem__, reverse=reverse)
+    rows = (carrying(ctx, primal[i], None if t is None else t[i]) for i in order)
+    return cassette.overdub(ctx, _listed, rows)
+
+
+_register(ForwardAD, sorted, TAGGED_ARRAY)(_sorted_rows)
+
+
+def _applied(function, *arguments):
+    # Overdubbed: the call of ``function`` is an operation of the context
+    # (a primitive such as math.sin gets its rule).
+    return function(*arguments)
+
+
+def _vectorized(ctx, f, vectorized, *args, **keywords):
+    """``np.vectorize(g)(a, …)``: ``g`` run under the context on each
+    element, so its own operations give each result its tangent."""
+    if keywords or vectorized.signature is not None or vectorized.excluded:
+        raise NotDifferentiable("np.vectorize: a rule for plain element-wise calls only")
+    if all(tangent_of(a, ctx) is None for a in args):
+        return f(vectorized, *_primals(args, ctx))
+    primals = np.broadcast_arrays(*[np.asarray(untag(a, ctx)) for a in args])
+    tangents = [np.broadcast_to(_or_zeros(tangent_of(a, ctx), p), p.shape)
+                for a, p in zip(args, primals)]
+    values, results_t = [], []
+    for index in np.ndindex(primals[0].shape):
+        elements = [carrying(ctx, p[index].item(), t[index].item())
+                    for p, t in zip(primals, tangents)]
+        out = cassette.overdub(ctx, _applied, vectorized.pyfunc, *elements)
+        values.append(untag(out, ctx))
+        tangent_ = tangent_of(out, ctx)
+        results_t.append(0.0 if tangent_ is None else tangent_)
+    shape = primals[0].shape
+    value = np.asarray(values, dtype=vectorized.otypes[0] if vectorized.otypes else None
+                       ).reshape(shape)
+    return carrying(ctx, value, np.asarray(results_t, dtype=float).reshape(shape))
+
+
+# A call of a vectorize object is a call of the object, whose __call__ then
+# calls _call_as_normal (numpy 1.25 on): the method is where a rule can see it.
+for _name_of in ("_call_as_normal", "__call__"):
+    if isinstance(vars(np.vectorize).get(_name_of), types.FunctionType):
+        _register(ForwardAD, vars(np.vectorize)[_name_of])(_vectorized)
 
 
 # -- data: elements, stores, iteration --------------------------------------------------------

@@ -213,6 +213,11 @@ ARRAY = {
     "np.diff axis": lambda x: np.diff(x.reshape(2, 3), axis=1),
     "np.trace": lambda x: np.trace(x[:4].reshape(2, 2)),
     "np.median": np.median, "np.sort": np.sort, "np.interp": lambda x: np.interp(0.5, x, x * x),
+    "np.interp of x": lambda x: np.interp(x, [0.0, 0.4, 1.0], [1.0, 3.0, 2.0]),
+    "np.interp of fp": lambda x: np.interp([0.1, 0.75], np.linspace(0, 1, 6), x),
+    "np.median axis": lambda x: np.median(x.reshape(2, 3), axis=1),
+    "np.percentile": lambda x: np.percentile(x, 30),
+    "np.quantile several": lambda x: np.quantile(x, [0.25, 0.5, 0.9]),
     "np.polyval": lambda x: np.polyval(x, 0.7),
     "np.average weights": lambda x: np.average(x, weights=np.arange(1.0, 7.0)),
     "np.trapezoid": lambda x: np.trapezoid(x * x) if hasattr(np, "trapezoid") else np.trapz(x),
@@ -288,9 +293,8 @@ ARRAY = {
 
 #: The probes with no rule: each must raise MetadataLossError.
 RAISES = {
-    "modf", "frexp",
-    "ufunc out untagged", "np.median", "np.interp", "norm ord 2 matrix",
-    "np.linalg.eigvalsh", "store into np.zeros", "list into np.zeros", "np.add.accumulate", "np.vectorize", "sorted array",
+    "modf", "frexp", "ufunc out untagged", "norm ord 2 matrix", "store into np.zeros",
+    "list into np.zeros", "np.add.accumulate", "np.interp",
 }
 
 
