@@ -193,6 +193,27 @@ if hasattr(math, "sumprod"):                                # 3.12+
                        sum(da * b + a * db for a, b, da, db in zip(ps, qs, dps, dqs)))
 
 
+def _pair(first, second):
+    # Run under the context: the tuple it builds keeps each element's tangent.
+    return (first, second)
+
+
+@cassette.execute.register(ForwardAD, math.modf, cassette.Tagged)
+def _modf(ctx, f, x):
+    """``modf(x)``: the fraction's tangent is ``x``'s, the integer part's zero."""
+    fraction, whole = f(untag(x, ctx))
+    return cassette.overdub(ctx, _pair, _tagged(ctx, fraction, tangent(x, ctx)), whole)
+
+
+@cassette.execute.register(ForwardAD, math.frexp, cassette.Tagged)
+def _frexp(ctx, f, x):
+    """``frexp(x) = (m, e)``, ``x = m·2**e``: ``dm = dx / 2**e``."""
+    mantissa, exponent = f(untag(x, ctx))
+    return cassette.overdub(ctx, _pair, _tagged(ctx, mantissa, math.ldexp(tangent(x, ctx),
+                                                                             -exponent)),
+                            exponent)
+
+
 def _extremum(ctx, f, *args, key=None, **default):
     """``max``/``min`` of numbers (piecewise): the chosen argument, with its
     tangent — the first of equal ones, as ``f`` chooses."""

@@ -580,6 +580,23 @@ _REDUCED = {np.add: lambda x, dx, keywords: np.sum(dx, axis=-1),
             np.minimum: _chosen_jvp(np.argmin), np.fmin: _chosen_jvp(np.nanargmin)}
 
 
+@_register(ForwardAD, np.ufunc.accumulate)
+def _ufunc_accumulate(ctx, f, ufunc, array, *rest, **keywords):
+    """``np.add.accumulate``: a running sum, so its tangent is the running
+    sum of the tangent (other ufuncs: no rule)."""
+    x, dx = untag(array, ctx), tangent_of(array, ctx)
+    rest = _primals(rest, ctx)
+    keywords = _plain_keywords(keywords, ctx, f)
+    value = f(ufunc, x, *rest, **keywords)
+    if dx is None:
+        return value
+    options = {**dict(zip(("axis", "dtype", "out"), rest)), **keywords}
+    if ufunc is not np.add or options.get("out") is not None:
+        raise NotDifferentiable(f"{ufunc.__name__}.accumulate: no rule")
+    return carrying(ctx, value, np.cumsum(np.broadcast_to(dx, np.shape(x)),
+                                          axis=options.get("axis", 0)))
+
+
 @_register(ForwardAD, np.ufunc.reduce)
 def _ufunc_reduce(ctx, f, ufunc, array, *rest, **keywords):
     """``np.add.reduce(x, axis, …)`` … of the ufuncs of ``_REDUCED``."""
@@ -689,6 +706,12 @@ def _norm(ctx, f, array, ord=None, axis=None, keepdims=False):
         ax = -1 if axis is None else axis
         t = np.take_along_axis(np.sign(x) * dx, index, axis=ax)
         t = t if keepdims else np.squeeze(t, axis=ax)
+    elif not vector and axis is None and x.ndim == 2 and ord in (2, "nuc"):
+        # Singular values: dσ_i = u_iᵀ dA v_i (the largest for 2, all for nuc).
+        u, _, vt = np.linalg.svd(x, full_matrices=False)
+        terms = np.einsum("ji,jk,ik->i", u, dx, vt)
+        t = terms[0] if ord == 2 else np.sum(terms)
+        t = np.reshape(t, np.shape(value))
     elif vector and isinstance(ord, (int, float)) and ord >= 1:
         t = (np.sum(np.abs(x) ** (ord - 1) * np.sign(x) * dx, axis=axis, keepdims=True)
              / np.asarray(kept) ** (ord - 1))

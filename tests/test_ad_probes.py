@@ -123,7 +123,7 @@ SCALAR = {
     "dist": lambda x: math.dist([x, 1.0], [0.0, x * x]),
     "fsum": lambda x: math.fsum([x, x * x, 1.0]),
     "prod": lambda x: math.prod([x, x, 2.0]),
-    "modf": lambda x: math.modf(3 * x)[0],
+    "modf": lambda x: math.modf(3 * x)[0] * (1 + math.modf(x)[1]),
     "frexp": lambda x: math.frexp(x)[0],
     "abs": lambda x: abs(-x),
     "max": lambda x: max(x, 2 * x),
@@ -199,6 +199,7 @@ ARRAY = {
     "np.maximum.reduce": lambda x: np.maximum.reduce(x.reshape(3, 2), 0),
     "np.ptp": np.ptp, "np.nansum": np.nansum, "np.nanmax": np.nanmax,
     "np.add.accumulate": lambda x: np.add.accumulate(x),
+    "np.multiply.accumulate": lambda x: np.multiply.accumulate(x),
     "np.sum axis": lambda x: np.sum(x.reshape(2, 3), axis=0),
     "np.sum keepdims": lambda x: np.sum(x.reshape(2, 3), axis=1, keepdims=True),
     "np.mean": np.mean, "x.mean axis": lambda x: x.reshape(3, 2).mean(axis=1),
@@ -229,6 +230,7 @@ ARRAY = {
     "norm fro": lambda x: np.linalg.norm(x.reshape(2, 3)),
     "norm axis": lambda x: np.linalg.norm(x.reshape(2, 3), axis=1),
     "norm ord 2 matrix": lambda x: np.linalg.norm(x.reshape(2, 3), 2),
+    "norm nuc": lambda x: np.linalg.norm(x.reshape(3, 2), "nuc"),
     "np.linalg.det": lambda x: np.linalg.det(_matrix(x)),
     "np.linalg.inv": lambda x: np.linalg.inv(_matrix(x)),
     "np.linalg.solve": lambda x: np.linalg.solve(_matrix(x), x[4:]),
@@ -293,8 +295,8 @@ ARRAY = {
 
 #: The probes with no rule: each must raise MetadataLossError.
 RAISES = {
-    "modf", "frexp", "ufunc out untagged", "norm ord 2 matrix", "store into np.zeros",
-    "list into np.zeros", "np.add.accumulate", "np.interp",
+    "ufunc out untagged", "store into np.zeros", "list into np.zeros", "np.interp",
+    "np.multiply.accumulate",
 }
 
 
