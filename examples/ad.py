@@ -135,7 +135,8 @@ def binary(callee, rule):
             db = NO_TANGENT
         x = untag(a, ctx)
         y = untag(b, ctx)
-        return tag(f(x, y), ctx, rule(x, y, da, db))
+        t = rule(x, y, da, db)          # first: an in-place f may change x
+        return tag(f(x, y), ctx, t)
 
     _register_binary(callee, propagate)
     return propagate
@@ -161,6 +162,17 @@ _MUL, _IMUL, _DIV, _IDIV = operator.mul, operator.imul, operator.truediv, operat
 # for the in-place forms (which may change the left operand, an array say,
 # in place).
 
+_ndarray = np.ndarray
+
+
+def _tag_result(value, ctx, t):
+    """``tag(value, ctx, t)``, an array's tangent of its shape (a number's
+    tangent broadcast: ``array + x`` of a tagged number ``x``)."""
+    if type(value) is _ndarray and (type(t) is not _ndarray or t.shape != value.shape):
+        t = np.array(np.broadcast_to(t, value.shape), dtype=np.result_type(value, 1.0))
+    return tag(value, ctx, t)
+
+
 def _arithmetic(ctx, f, a, b):
     """``f(a, b)``, both tagged by ``ctx``."""
     da = metadata(a, ctx)
@@ -174,20 +186,23 @@ def _arithmetic(ctx, f, a, b):
     x = untag(a, ctx)
     y = untag(b, ctx)
     if f is _MUL:
-        return tag(x * y, ctx, da * y + x * db)
+        return _tag_result(x * y, ctx, da * y + x * db)
     if f is _ADD:
-        return tag(x + y, ctx, da + db)
+        return _tag_result(x + y, ctx, da + db)
     if f is _SUB:
-        return tag(x - y, ctx, da - db)
+        return _tag_result(x - y, ctx, da - db)
     if f is _DIV:
-        return tag(x / y, ctx, (da * y - x * db) / (y * y))
+        return _tag_result(x / y, ctx, (da * y - x * db) / (y * y))
+    # In place, f may change x (an array): the tangent is taken first.
     if f is _IMUL:
-        return tag(f(x, y), ctx, da * y + x * db)
+        t = da * y + x * db
+        return _tag_result(f(x, y), ctx, t)
     if f is _IADD:
-        return tag(f(x, y), ctx, da + db)
+        return _tag_result(f(x, y), ctx, da + db)
     if f is _ISUB:
-        return tag(f(x, y), ctx, da - db)
-    return tag(f(x, y), ctx, (da * y - x * db) / (y * y))
+        return _tag_result(f(x, y), ctx, da - db)
+    t = (da * y - x * db) / (y * y)
+    return _tag_result(f(x, y), ctx, t)
 
 
 def _arithmetic_left(ctx, f, a, y):
@@ -197,18 +212,18 @@ def _arithmetic_left(ctx, f, a, y):
         return OverdubInstead          # tagged without a tangent
     x = untag(a, ctx)
     if f is _MUL:
-        return tag(x * y, ctx, da * y)
+        return _tag_result(x * y, ctx, da * y)
     if f is _ADD:
-        return tag(x + y, ctx, da)
+        return _tag_result(x + y, ctx, da)
     if f is _SUB:
-        return tag(x - y, ctx, da)
+        return _tag_result(x - y, ctx, da)
     if f is _DIV:
-        return tag(x / y, ctx, da / y)
+        return _tag_result(x / y, ctx, da / y)
     if f is _IMUL:
-        return tag(f(x, y), ctx, da * y)
+        return _tag_result(f(x, y), ctx, da * y)
     if f is _IDIV:
-        return tag(f(x, y), ctx, da / y)
-    return tag(f(x, y), ctx, da)        # += and -=
+        return _tag_result(f(x, y), ctx, da / y)
+    return _tag_result(f(x, y), ctx, da)        # += and -=
 
 
 def _arithmetic_right(ctx, f, x, b):
@@ -218,20 +233,23 @@ def _arithmetic_right(ctx, f, x, b):
         return OverdubInstead          # tagged without a tangent
     y = untag(b, ctx)
     if f is _MUL:
-        return tag(x * y, ctx, x * db)
+        return _tag_result(x * y, ctx, x * db)
     if f is _ADD:
-        return tag(x + y, ctx, db)
+        return _tag_result(x + y, ctx, db)
     if f is _SUB:
-        return tag(x - y, ctx, -db)
+        return _tag_result(x - y, ctx, -db)
     if f is _DIV:
-        return tag(x / y, ctx, -(x * db) / (y * y))
+        return _tag_result(x / y, ctx, -(x * db) / (y * y))
+    # In place, f may change x (an array): the tangent is taken first.
     if f is _IMUL:
-        return tag(f(x, y), ctx, x * db)
+        t = x * db
+        return _tag_result(f(x, y), ctx, t)
     if f is _IADD:
-        return tag(f(x, y), ctx, db)
+        return _tag_result(f(x, y), ctx, db)
     if f is _ISUB:
-        return tag(f(x, y), ctx, -db)
-    return tag(f(x, y), ctx, -(x * db) / (y * y))
+        return _tag_result(f(x, y), ctx, -db)
+    t = -(x * db) / (y * y)
+    return _tag_result(f(x, y), ctx, t)
 
 
 _TAGGED = cassette.Tagged

@@ -198,10 +198,16 @@ def _elementwise(partials):
             plain = _plain_keywords(keywords, ctx, f)
             where = untag(where, ctx)
             if target is not None:
-                plain["out"] = untag(target, ctx)
+                plain["out"] = destination = untag(target, ctx)
+                # An input the output overwrites (np.multiply(a, a, out=a)):
+                # the partial derivatives read it as it was.
+                partial_primals = [p.copy() if type(p) is _ndarray and np.shares_memory(
+                    p, destination) else p for p in primals]
             if where is not True:
                 plain["where"] = where
             value = f(*primals, **plain)
+            if target is not None:
+                primals = partial_primals
         t = None
         for index, arg in enumerate(args):
             dx = tangent_of(arg, ctx)
@@ -245,6 +251,22 @@ for _callee, _ds in BINARY.items():
     _register(ForwardAD, _callee)(_elementwise(_ds))
 for _callee in STEPS:
     _register(ForwardAD, _callee)(_elementwise((None, None)))
+
+
+# -- functions whose results carry no tangent: indices, counts, rounding ---------------
+
+def _no_tangent(ctx, f, *args, **keywords):
+    """Indices, counts and rounded values: derivative zero (wherever there is
+    one), the result untagged."""
+    return f(*_primals(args, ctx), **_plain_keywords(keywords, ctx, f))
+
+
+for _callee in (np.argsort, np.ndarray.argsort, np.argmax, np.ndarray.argmax, np.argmin,
+                np.ndarray.argmin, np.argwhere, np.nonzero, np.ndarray.nonzero, np.flatnonzero,
+                np.searchsorted, np.ndarray.searchsorted, np.count_nonzero, np.shape, np.ndim,
+                np.size, np.round, np.around, np.ndarray.round, np.isclose, np.allclose,
+                np.array_equal, np.any, np.all, np.ndarray.any, np.ndarray.all):
+    _register(ForwardAD, _callee)(_no_tangent)
 
 
 # -- linear functions of one array ----------------------------------------------------
@@ -751,6 +773,82 @@ def _solve(ctx, f, matrix, rhs):
     return carrying(ctx, value, f(a, residual))
 
 
+# -- numpy's own argument handling ------------------------------------------------------
+
+_ArrayConverter = getattr(getattr(np, "_core", None), "_multiarray_umath", None)
+_ArrayConverter = getattr(_ArrayConverter, "_array_converter", None)
+
+
+class _TangentConverter:
+    """What ``_array_converter(*arrays)`` gives under the context: numpy's
+    converter (numpy 2 converts the arguments of ``linspace``, ``logspace``
+    … with it) whose ``as_arrays`` gives back each argument's tangent.
+    Run overdubbed, as the numpy code calling it is."""
+
+    def __init__(self, ctx, converter, tangents):
+        self._ctx, self._converter, self._tangents = ctx, converter, tangents
+
+    def _carrying(self, array, t):
+        if t is None:
+            return array
+        return carrying(self._ctx, array, np.array(np.broadcast_to(t, np.shape(array)),
+                                                   dtype=np.result_type(array, 1.0)))
+
+    def as_arrays(self, *args, **keywords):
+        arrays = self._converter.as_arrays(*args, **keywords)
+        return tuple(self._carrying(a, t) for a, t in zip(arrays, self._tangents))
+
+    def __getitem__(self, index):
+        return self._carrying(self._converter[index], self._tangents[index])
+
+    def __len__(self):
+        return len(self._converter)
+
+    def wrap(self, array, *args, **keywords):
+        """numpy's ``wrap`` (a 0-d result may become a scalar), the
+        tangent going along."""
+        t = tangent_of(array, self._ctx)
+        value = self._converter.wrap(untag(array, self._ctx), *args, **keywords)
+        return value if t is None else carrying(self._ctx, value, np.asarray(t))
+
+    def __getattr__(self, name):
+        return getattr(self._converter, name)      # result_type, scalar_input
+
+
+if _ArrayConverter is not None:
+    @_register(ForwardAD, _ArrayConverter)
+    def _converted(ctx, f, *arrays):
+        tangents = [tangent_of(a, ctx) for a in arrays]
+        converter = f(*_primals(arrays, ctx))
+        if all(t is None for t in tangents):
+            return converter
+        return _TangentConverter(ctx, converter, tangents)
+
+
+def _each_linear(ctx, f, *arrays, **keywords):
+    """``np.broadcast_arrays``, ``np.meshgrid``: each result is made from
+    the arguments linearly, the same way from their tangents."""
+    keywords = _plain_keywords(keywords, ctx, f)
+    primals = _primals(arrays, ctx)
+    tangents = [tangent_of(a, ctx) for a in arrays]
+    values = f(*primals, **keywords)
+    if all(t is None for t in tangents):
+        return values
+    parts = f(*[_or_zeros(t, p) for p, t in zip(primals, tangents)], **keywords)
+    results = [carrying(ctx, value, np.array(part, dtype=np.result_type(value, 1.0)))
+               for value, part in zip(values, parts)]
+    return cassette.overdub(ctx, _as_type_of, values, results)
+
+
+def _as_type_of(values, results):
+    # Run under the context: the list or tuple built keeps each tangent.
+    return tuple(r for r in results) if isinstance(values, tuple) else [r for r in results]
+
+
+for _callee in (np.broadcast_arrays, np.meshgrid):
+    _register(ForwardAD, _callee)(_each_linear)
+
+
 # -- order statistics, interpolation, spectra --------------------------------------------
 
 def _order_statistic(ctx, f, array, *rest, **keywords):
@@ -1014,25 +1112,33 @@ def _abs(ctx, f, array):
     return carrying(ctx, abs(x), None if t is None else np.sign(x) * t)
 
 
-#: Attributes of a tagged array that are linear in it.
+#: Attributes of a tagged array (or number) that are linear in it.
 _LINEAR_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
 #: Attributes that would hand out its data another way.
 _DATA_ATTRIBUTES = frozenset({"flat", "base", "data", "ctypes"})
+#: Attributes that say something of it and carry no tangent.
+_DESCRIBING_ATTRIBUTES = frozenset({"shape", "ndim", "size", "dtype", "itemsize", "nbytes",
+                                    "strides", "flags", "__array_priority__",
+                                    "__array_interface__"})
 
 
-@_register(ForwardAD, getattr, TAGGED_ARRAY, object, cassette.Vararg(object))
+@_register(ForwardAD, getattr, cassette.Tagged, object, cassette.Vararg(object))
 def _attribute(ctx, f, obj, name, *default):
-    """``a.T``, ``a.real``, ``a.imag`` of a tagged array are linear; its
-    shape, size, dtype, bound methods … carry no tangent."""
+    """``a.T``, ``a.real``, ``a.imag`` of a tagged array or number are
+    linear; its shape, size, dtype … carry no tangent; anything else —
+    methods above all, which cassette binds to the tagged value so that
+    their calls see it — is cassette's to read."""
     name = untag(name, ctx)
-    value = getattr(untag(obj, ctx), name, *default)
-    t = tangent_of(obj, ctx)
     if name in _LINEAR_ATTRIBUTES:
+        t = tangent_of(obj, ctx)
+        value = getattr(untag(obj, ctx), name, *default)
         return value if t is None else carrying(ctx, value, getattr(np.asarray(t), name))
-    if name in _DATA_ATTRIBUTES and t is not None:
+    if name in _DESCRIBING_ATTRIBUTES:
+        return getattr(untag(obj, ctx), name, *default)
+    if name in _DATA_ATTRIBUTES and tangent_of(obj, ctx) is not None:
         raise NotDifferentiable(f"a.{name} of an array with a tangent: no rule (use a.ravel(), "
                                 f"a.copy() …)")
-    return value
+    return cassette.OverdubInstead
 
 
 # -- methods that change an array in place --------------------------------------------------

@@ -68,6 +68,13 @@ def _in_place(x):
     return u
 
 
+def _number_added_in_place(x):
+    u = np.arange(3.0)
+    u += x[0]                   # u is rebound to the result, which carries the tangent
+    u *= x[1]
+    return u
+
+
 def _untagged_in_place(x):
     u = np.ones(len(x))
     u += x
@@ -198,6 +205,10 @@ ARRAY = {
     "np.multiply.reduce axis": lambda x: np.multiply.reduce(x.reshape(2, 3), axis=1),
     "np.maximum.reduce": lambda x: np.maximum.reduce(x.reshape(3, 2), 0),
     "np.ptp": np.ptp, "np.nansum": np.nansum, "np.nanmax": np.nanmax,
+    "np.nanvar": np.nanvar, "np.nanstd": np.nanstd, "np.nanmean": np.nanmean,
+    "indices": lambda x: x[np.argsort(x)] * np.argmax(x) + x[np.nonzero(x > 0.5)].sum(),
+    "np.round": lambda x: np.round(x, 1) + x.round(2) * 0 + x,
+    "ufunc out aliasing its input": lambda x: (lambda u: np.multiply(u, u, out=u))(x * 1.0),
     "np.add.accumulate": lambda x: np.add.accumulate(x),
     "np.multiply.accumulate": lambda x: np.multiply.accumulate(x),
     "np.sum axis": lambda x: np.sum(x.reshape(2, 3), axis=0),
@@ -291,11 +302,20 @@ ARRAY = {
     "math of elements": lambda x: math.hypot(x[0], x[1]) + math.atan2(x[2], x[3]),
     "np.vectorize": lambda x: np.vectorize(math.sin)(x),
     "sorted array": lambda x: sorted(x)[0],
+    "a bound method read": lambda x: (lambda m: m() * 2)(x.copy),
+    "getattr method": lambda x: getattr(x, "sum")() + getattr(x[0], "real"),
+    "np.linspace": lambda x: np.linspace(0.0, x[0], 4) + np.logspace(0.0, x[1], 3).sum(),
+    "np.meshgrid": lambda x: np.meshgrid(x[:2], x[2:4])[0] * 2,
+    "np.broadcast_arrays": lambda x: np.broadcast_arrays(x[:3], x[3:4])[1] * x[:3],
+    "array += tagged number": _number_added_in_place,
+    "array.__iadd__(tagged number)": lambda x: (lambda u: (u.__iadd__(x[0]), u)[1])(np.ones(3)),
+    "numpy scalar attributes": lambda x: x[0] * x.ndim + x[1] * x[1].ndim + len(x.shape),
 }
 
 #: The probes with no rule: each must raise MetadataLossError.
 RAISES = {
     "ufunc out untagged", "store into np.zeros", "list into np.zeros", "np.interp",
+    "array.__iadd__(tagged number)",        # the dunder's result is dropped: u keeps none
     "np.multiply.accumulate",
 }
 
