@@ -63,6 +63,7 @@ _defaultdict = collections.defaultdict
 _deque = collections.deque
 _getframe = sys._getframe
 _getrefcount = sys.getrefcount
+_iadd = operator.iadd
 _index = operator.index
 _length_hint = operator.length_hint
 _modules = sys.modules
@@ -918,8 +919,9 @@ def checked_loss(ctx, callee, args, kwargs, out):
     of a type that may carry it (``metadatatype``) but came back with
     none."""
     tag = ctx.tag
-    if tag_of(out) is tag or not _may_carry(type(ctx), out) or _holds_metadata(ctx, out):
-        return out
+    if (out is None or tag_of(out) is tag or not _may_carry(type(ctx), out)
+            or _holds_metadata(ctx, out)):
+        return out                      # (None: no value computed from the arguments)
     if not (any(_carried(a, tag) for a in args)
             or (kwargs and any(_carried(v, tag) for v in kwargs.values()))
             # A propagator moves components' metadata itself: what it read
@@ -1306,12 +1308,36 @@ def _getattr(ctx, primitive, args, kwargs):
     args = _untag_all(args, tag)
     out = primitive(*args)
     record = _record(_cache(ctx), args[0])
-    if record is None or not record.attrs:
+    if record is None:
+        return out
+    if isinstance(args[0], tuple) and record.items is not None and type(args[1]) is str:
+        index = _field_index(type(args[0]), args[1])
+        if index is not None:           # a named tuple's field: its element
+            return _read_element(tag, record, args[0], index, out)
+    if not record.attrs:
         return out
     part = record.attrs.get(args[1]) if type(args[1]) is str else None
     if part is not None and part[0] is _innermost(out):
         return make_tagged(tag, out, part[1])
     return out
+
+
+_TupleGetter = type(collections.namedtuple("_Probe", "field").field)
+
+
+def _field_index(cls, name):
+    """The element index a named tuple class reads for attribute ``name``
+    (its ``_tuplegetter``), or None."""
+    for klass in cls.__mro__:
+        descriptor = klass.__dict__.get(name)
+        if descriptor is not None:
+            if type(descriptor) is not _TupleGetter:
+                return None
+            try:
+                return descriptor.__reduce__()[1][0]
+            except Exception:
+                return None
+    return None
 
 
 def _setattr(ctx, primitive, args, kwargs):
@@ -1393,6 +1419,8 @@ def _resyncing(ctx, primitive, args, kwargs):
     extend, ``+=`` …): parts follow by identity; new elements coming from a
     recorded source keep their metadata."""
     tag = ctx.tag
+    if primitive is _iadd and args and type(_primal(args[0], tag)) is tuple:
+        return _concatenating(ctx, primitive, args, kwargs)   # t += u makes a new tuple
     args = _untag_all(args, tag)
     kwargs = {k: _primal(v, tag) for k, v in kwargs.items()}
     cache = _cache(ctx)
@@ -1469,6 +1497,23 @@ def _copying(ctx, primitive, args, kwargs):
             target.items = parts
     elif type(out) is dict and type(record.items) is dict and out is not source:
         _copy_items(cache, record, out)
+    return out
+
+
+def _tuple_new(ctx, primitive, args, kwargs):
+    """``tuple.__new__(cls, iterable)``, as a named tuple or another tuple
+    subclass is made from a list or tuple: each element keeps its
+    metadata (matched by identity)."""
+    tag = ctx.tag
+    args = _untag_all(args, tag)
+    out = primitive(*args, **{k: _primal(v, tag) for k, v in kwargs.items()})
+    if len(args) == 2 and isinstance(out, tuple) and isinstance(args[1], (list, tuple)):
+        cache = _cache(ctx)
+        record = _record(cache, args[1])
+        if record is not None and record.items is not None and out is not args[1]:
+            parts = _derived_parts(record, args[1], out)
+            if parts is not None:
+                _new_record(cache, out).items = parts
     return out
 
 
@@ -1816,6 +1861,7 @@ _PROPAGATORS = {
     list.remove: _resyncing, list.__iadd__: _resyncing, list.__imul__: _resyncing,
     operator.iadd: _resyncing, list.clear: _resyncing,
     list: _copying, tuple: _copying, sorted: _copying, list.copy: _copying,
+    tuple.__new__: _tuple_new,
     dict: _copying, set: _copying, frozenset: _copying, dict.copy: _copying,
     set.copy: _copying, operator.add: _concatenating, reversed: _reversed,
     zip: _iterating, enumerate: _iterating,

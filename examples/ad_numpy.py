@@ -841,8 +841,10 @@ def _each_linear(ctx, f, *arrays, **keywords):
 
 
 def _as_type_of(values, results):
-    # Run under the context: the list or tuple built keeps each tangent.
-    return tuple(r for r in results) if isinstance(values, tuple) else [r for r in results]
+    # Run under the context: the list (and the tuple made of it) keeps each
+    # result's tangent.
+    listed = [r for r in results]
+    return tuple(listed) if isinstance(values, tuple) else listed
 
 
 for _callee in (np.broadcast_arrays, np.meshgrid):

@@ -206,6 +206,8 @@ ARRAY = {
     "np.maximum.reduce": lambda x: np.maximum.reduce(x.reshape(3, 2), 0),
     "np.ptp": np.ptp, "np.nansum": np.nansum, "np.nanmax": np.nanmax,
     "np.nanvar": np.nanvar, "np.nanstd": np.nanstd, "np.nanmean": np.nanmean,
+    "np.unique counts": lambda x: np.unique(x, return_counts=True)[0] * 2,
+    "np.unique_all": lambda x: np.unique_all(x).values if hasattr(np, "unique_all") else x,
     "indices": lambda x: x[np.argsort(x)] * np.argmax(x) + x[np.nonzero(x > 0.5)].sum(),
     "np.round": lambda x: np.round(x, 1) + x.round(2) * 0 + x,
     "ufunc out aliasing its input": lambda x: (lambda u: np.multiply(u, u, out=u))(x * 1.0),

@@ -9,6 +9,7 @@ the run returns with the same function run plainly, and the labels read
 back with the labels put in.
 """
 
+import collections
 import json
 import math
 
@@ -465,6 +466,34 @@ def test_numpy_slice_stores_copies_iteration_and_tolist_keep_elements_metadata()
     assert listed == [0.0, 3.0, 4.0, 0.0]
     assert [m.data for m in cassette.metameta(listed, ctx)] == [NoMetaData, "a", "b", NoMetaData]
     assert forgotten == (0.0, NoMetaData) == gone
+
+
+Pair = collections.namedtuple("Pair", "first second")
+
+
+class SeeingOperators(Labels):
+    """Labels, looking for losses: every operator site is rewritten (a
+    context with no handler leaves ``+=`` to the interpreter, §3.1)."""
+
+    metadata_loss = "raise"
+
+
+def test_named_tuples_and_tuple_concatenation_keep_elements_metadata():
+    """``t += (b,)`` makes a new tuple and a named tuple is made by
+    ``tuple.__new__``: both keep each element's metadata (numpy's
+    ``unique(..., return_counts=True)`` builds its result so)."""
+    def f(a, b):
+        t = (a,)
+        t += (b, 3.0)
+        pair = Pair(*t[:2])
+        return t, pair, [labelled(ctx, v) for v in t], labelled(ctx, pair.second)
+
+    ctx = enabletagging(SeeingOperators(), f)
+    t, pair, labels, second = overdub(ctx, f, tag(1.0, ctx, "a"), tag(2.0, ctx, "b"))
+    assert t == (1.0, 2.0, 3.0) and pair == Pair(1.0, 2.0) and type(pair) is Pair
+    assert labels == [(1.0, "a"), (2.0, "b"), (3.0, NoMetaData)]
+    assert second == (2.0, "b")
+    assert [m.data for m in cassette.metameta(pair, ctx)] == ["a", "b"]
 
 
 def test_a_whole_numpy_array_can_be_tagged():
