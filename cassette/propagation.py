@@ -429,6 +429,13 @@ def record_built(ctx, container):
 
 
 def _note_item(ctx, container, key, primal, data):
+    """Record (or forget) the metadata of ``container[key]``.  A key that
+    cannot be hashed (an index array into a ``flatiter`` …) is not
+    recorded: the store itself has happened, the metadata goes."""
+    try:
+        hash(key)
+    except Exception:
+        return
     if data is not _UNTAGGED:
         record = _new_record(_cache(ctx), container)
         if type(record.items) is not dict:

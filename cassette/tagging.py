@@ -327,27 +327,39 @@ class Tagged(metaclass=TaggedMeta):
         return object.__getattribute__(self, _VALUE).__reduce_ex__(protocol)
 
 
-def _delegate_unary(function):
-    def method(self):
-        return function(object.__getattribute__(self, _VALUE))
+# The delegates are shims too (``_cassette_method``, as :func:`_shim`'s): a
+# program calling one itself — ``t.__add__(1.0)``, which 3.13+ load as the
+# method of Tagged — calls, under a run of the value's context, the primal
+# class's own method with the tagged value first (cassette.engine.call_shim),
+# as the same call of a primal value would be seen.
+
+def _named(method, name):
+    method.__name__ = method.__qualname__ = name
+    method._cassette_method = name
     return method
 
 
-def _delegate_binary(function, reflected=False):
+def _delegate_unary(function, name):
+    def method(self):
+        return function(object.__getattribute__(self, _VALUE))
+    return _named(method, name)
+
+
+def _delegate_binary(function, name, reflected=False):
     if reflected:
         def method(self, other):
             return function(_primal(other), object.__getattribute__(self, _VALUE))
     else:
         def method(self, other):
             return function(object.__getattribute__(self, _VALUE), _primal(other))
-    return method
+    return _named(method, name)
 
 
 def _delegate_args(name):
     def method(self, *args, **kwargs):
         value = object.__getattribute__(self, _VALUE)
         return getattr(type(value), name)(value, *map(_primal, args), **kwargs)
-    return method
+    return _named(method, name)
 
 
 def _install_delegates():
@@ -359,8 +371,9 @@ def _install_delegates():
         "xor": operator.xor, "divmod": divmod,
     }
     for name, function in binary.items():
-        setattr(Tagged, f"__{name}__", _delegate_binary(function))
-        setattr(Tagged, f"__r{name}__", _delegate_binary(function, reflected=True))
+        setattr(Tagged, f"__{name}__", _delegate_binary(function, f"__{name}__"))
+        setattr(Tagged, f"__r{name}__", _delegate_binary(function, f"__r{name}__",
+                                                        reflected=True))
     inplace = {
         "iadd": operator.iadd, "isub": operator.isub, "imul": operator.imul,
         "itruediv": operator.itruediv, "ifloordiv": operator.ifloordiv,
@@ -369,19 +382,19 @@ def _install_delegates():
         "ior": operator.ior, "ixor": operator.ixor,
     }
     for name, function in inplace.items():
-        setattr(Tagged, f"__{name}__", _delegate_binary(function))
+        setattr(Tagged, f"__{name}__", _delegate_binary(function, f"__{name}__"))
     comparisons = {"lt": operator.lt, "le": operator.le, "eq": operator.eq,
                    "ne": operator.ne, "gt": operator.gt, "ge": operator.ge,
                    "contains": operator.contains, "getitem": operator.getitem,
                    "delitem": operator.delitem}
     for name, function in comparisons.items():
-        setattr(Tagged, f"__{name}__", _delegate_binary(function))
+        setattr(Tagged, f"__{name}__", _delegate_binary(function, f"__{name}__"))
     unary = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert,
              "abs": abs, "len": len, "iter": iter, "next": next, "reversed": reversed,
              "int": int, "float": float, "complex": complex, "index": operator.index,
              "bytes": bytes}
     for name, function in unary.items():
-        setattr(Tagged, f"__{name}__", _delegate_unary(function))
+        setattr(Tagged, f"__{name}__", _delegate_unary(function, f"__{name}__"))
     for name in ("__round__", "__trunc__", "__floor__", "__ceil__", "__setitem__",
                  "__enter__", "__exit__", "__fspath__", "__length_hint__"):
         setattr(Tagged, name, _delegate_args(name))

@@ -368,11 +368,18 @@ def directional_derivative(f, xs, direction):
     if isinstance(out, (list, tuple)):
         components = cassette.metameta(out, ctx)
         if components is cassette.NoMetaMeta:
-            return [NO_TANGENT] * len(out)
-        return [NO_TANGENT if m.data is cassette.NoMetaData else m.data for m in components]
+            components = [cassette.Meta()] * len(out)
+        return [_no_variation(value) if m.data is cassette.NoMetaData else m.data
+                for value, m in zip(out, components)]
     if isinstance(out, np.ndarray) and not istagged(out, ctx):
-        return np.zeros(out.shape)          # an array that depends on nothing varied
+        return _no_variation(out)
     return tangent(out, ctx)
+
+
+def _no_variation(value):
+    """The tangent of a result that depends on nothing varied: zeros of an
+    array's shape, else ``NO_TANGENT``."""
+    return np.zeros(value.shape) if isinstance(value, np.ndarray) else NO_TANGENT
 
 
 # The rules of the rest of Python's numbers and of numpy (they import this

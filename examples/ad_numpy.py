@@ -394,9 +394,13 @@ def _sequence(arrays, ctx):
 
 
 def _joining(ctx, f, arrays, *rest, **keywords):
-    primals, tangents = _sequence(arrays, ctx)
     rest = _primals(rest, ctx)
     keywords = _plain_keywords(keywords, ctx, f)
+    if istagged(arrays, ctx):           # one array: each of these is linear in it
+        primal, t = untag(arrays, ctx), tangent_of(arrays, ctx)
+        value = f(primal, *rest, **keywords)
+        return value if t is None else carrying(ctx, value, f(t, *rest, **keywords))
+    primals, tangents = _sequence(arrays, ctx)
     value = f(primals, *rest, **keywords)
     if all(t is None for t in tangents):
         return value
@@ -928,7 +932,10 @@ def _eigvalsh(ctx, f, array, UPLO="L"):
     if da is None:
         return value
     _, vectors = np.linalg.eigh(a, UPLO)
-    return carrying(ctx, value, np.einsum("...ji,...jk,...ki->...i", vectors, da, vectors))
+    # The matrix eigvalsh sees is the symmetric one its triangle makes.
+    triangle = np.tril(da) if UPLO.upper() == "L" else np.triu(da)
+    seen = triangle + np.swapaxes(triangle, -1, -2) - triangle * np.eye(da.shape[-1])
+    return carrying(ctx, value, np.einsum("...ji,...jk,...ki->...i", vectors, seen, vectors))
 
 
 def _sorted_rows(ctx, f, iterable, *, key=None, reverse=False):
@@ -1008,6 +1015,8 @@ def _store(ctx, f, container, key, item):
     t[key] = 0.0 if dv is None else dv
 
 
+@_register(ForwardAD, operator.setitem, np.flatiter, object, cassette.Tagged)
+@_register(ForwardAD, operator.setitem, np.flatiter, object, list)
 @_register(ForwardAD, operator.setitem, np.ndarray, object, cassette.Tagged)
 @_register(ForwardAD, np.ndarray.__setitem__, np.ndarray, object, cassette.Tagged)
 @_register(ForwardAD, operator.setitem, np.ndarray, object, list)

@@ -985,3 +985,25 @@ def test_a_set_pops_each_nested_contexts_metadata():
     context's own metadata, as a list's does."""
     assert overdub(run_outer_pops, pops_outside, tag(2.5, run_outer_pops, "outer")) == (
         ("inner", "inner"), "outer", "outer")
+
+
+def test_a_dunder_called_by_name_on_a_tagged_value_is_its_primal_method():
+    """``t.__add__(1.0)``: 3.13+ load it as Tagged's own method; it is the
+    call of ``float.__add__`` with the tagged value first, as on 3.11 and
+    3.12 (it raised AttributeError there before)."""
+    seen = []
+
+    class Seeing(Labels):
+        pass
+
+    @cassette.prehook.register(Seeing, float.__add__)
+    def _(ctx, f, *args):
+        seen.append((f, [istagged(a, ctx) for a in args]))
+
+    def f(t):
+        return t.__add__(1.0), t.__neg__(), t.__lt__(5.0), t.__round__(), t.__radd__(2.0)
+
+    ctx = enabletagging(Seeing(), f)
+    assert overdub(ctx, f, tag(2.0, ctx, "t")) == (3.0, -2.0, True, 2, 4.0)
+    assert seen == [(float.__add__, [True, False])]
+    assert f(2.0) == (3.0, -2.0, True, 2, 4.0)
