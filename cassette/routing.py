@@ -80,6 +80,7 @@ from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 # Bound at import: a program may patch or delete anything of the standard
 # library; what cassette calls stays what it was (issue 35, item 2).
 _modules = sys.modules
+_weakref = weakref.ref
 
 #: How deep a chain of method-wrappers (``f.__call__.__call__`` …) is
 #: looked through for what it finally calls, here and in the core.  Deeper
@@ -685,6 +686,31 @@ def _in_compiled_package(module_name):
     return type(module_name) is str and module_name.partition(".")[0] in _compiled_packages
 
 
+#: id(module) -> (a weak reference to it, id of its namespace, the
+#: namespace's size) at the process scan that routed it: a later scan skips
+#: the module while all three hold (an import elsewhere does not make every
+#: module's namespace worth reading again: 30 ms with numpy loaded, at each
+#: overdub after each import).  Bounded by the modules alive.
+_scanned_modules = {}
+
+
+def _scanned_as_it_is(module, namespace):
+    """Whether the process scan routed ``module`` with ``namespace`` as it
+    is now (and note it as routed if not)."""
+    key = id(module)
+    size = len(namespace) if type(namespace) is dict else -1
+    known = _scanned_modules.get(key)
+    if known is not None and known[0]() is module and known[1] == id(namespace) \
+            and known[2] == size:
+        return True
+    try:
+        reference = _weakref(module, lambda _, key=key: _scanned_modules.pop(key, None))
+    except TypeError:
+        return False
+    _scanned_modules[key] = (reference, id(namespace), size)
+    return False
+
+
 def route_new_classes():
     """Route the hooks of ``sys`` the program set, and every class alive,
     each module's ``__getattr__`` and ``__dir__`` and the module functions
@@ -702,6 +728,8 @@ def route_new_classes():
     for module in list(_modules.values()):
         if type(module) is _ModuleType:
             namespace = getattr(module, "__dict__", None)
+            if _scanned_as_it_is(module, namespace):
+                continue            # routed at an earlier scan, and no name added since
             if namespace is not None:
                 route_module(namespace)
             _route_extension_state(module)
