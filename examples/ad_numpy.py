@@ -606,17 +606,25 @@ _REDUCED = {np.add: lambda x, dx, keywords: np.sum(dx, axis=-1),
             np.minimum: _chosen_jvp(np.argmin), np.fmin: _chosen_jvp(np.nanargmin)}
 
 
-@_register(ForwardAD, np.ufunc.accumulate)
-def _ufunc_accumulate(ctx, f, ufunc, array, *rest, **keywords):
-    """``np.add.accumulate``: a running sum, so its tangent is the running
-    sum of the tangent (other ufuncs: no rule)."""
+def _ufunc_method(ctx, f, ufunc, array, rest, keywords, parameters):
+    """``f(ufunc, array, *rest, **keywords)`` — a ufunc's ``reduce`` or
+    ``accumulate`` — on primal values: ``(value, x, dx, options)``, the
+    options by the names of ``parameters``."""
     x, dx = untag(array, ctx), tangent_of(array, ctx)
     rest = _primals(rest, ctx)
     keywords = _plain_keywords(keywords, ctx, f)
     value = f(ufunc, x, *rest, **keywords)
+    return value, x, dx, {**dict(zip(parameters, rest)), **keywords}
+
+
+@_register(ForwardAD, np.ufunc.accumulate)
+def _ufunc_accumulate(ctx, f, ufunc, array, *rest, **keywords):
+    """``np.add.accumulate``: a running sum, so its tangent is the running
+    sum of the tangent (other ufuncs: no rule)."""
+    value, x, dx, options = _ufunc_method(ctx, f, ufunc, array, rest, keywords,
+                                          ("axis", "dtype", "out"))
     if dx is None:
         return value
-    options = {**dict(zip(("axis", "dtype", "out"), rest)), **keywords}
     if ufunc is not np.add or options.get("out") is not None:
         raise NotDifferentiable(f"{ufunc.__name__}.accumulate: no rule")
     return carrying(ctx, value, np.cumsum(np.broadcast_to(dx, np.shape(x)),
@@ -626,13 +634,10 @@ def _ufunc_accumulate(ctx, f, ufunc, array, *rest, **keywords):
 @_register(ForwardAD, np.ufunc.reduce)
 def _ufunc_reduce(ctx, f, ufunc, array, *rest, **keywords):
     """``np.add.reduce(x, axis, …)`` … of the ufuncs of ``_REDUCED``."""
-    x, dx = untag(array, ctx), tangent_of(array, ctx)
-    rest = _primals(rest, ctx)
-    keywords = _plain_keywords(keywords, ctx, f)
-    value = f(ufunc, x, *rest, **keywords)
+    value, x, dx, options = _ufunc_method(ctx, f, ufunc, array, rest, keywords,
+                                          _REDUCE_OPTIONS)
     if dx is None:
         return value
-    options = {**dict(zip(_REDUCE_OPTIONS, rest)), **keywords}
     jvp = _REDUCED.get(ufunc)
     initial = options.get("initial", _NO_VALUE)
     if (jvp is None or options.get("out") is not None
