@@ -123,6 +123,25 @@ def _check_metadata_loss(cls_name, value):
                         f"{', '.join(map(repr, METADATA_LOSS))}, got {value!r}")
 
 
+def _extra_slots(cls):
+    """The slots ``cls``'s classes below :class:`Context` add (names
+    mangled as the interpreter stores them), computed once per class."""
+    names = []
+    for klass in cls.__mro__:
+        if klass.__name__ == "Context" and klass.__module__ == __name__:
+            break
+        slots = klass.__dict__.get("__slots__", ())
+        if isinstance(slots, str):
+            slots = (slots,)
+        for slot in slots:
+            if slot in ("__dict__", "__weakref__"):
+                continue
+            if slot.startswith("__") and not slot.endswith("__"):
+                slot = f"_{klass.__name__.lstrip('_')}{slot}"
+            names.append(slot)
+    return tuple(names)
+
+
 class ContextMeta(type):
     """Metaclass of contexts: keeps :mod:`cassette.dispatch` in step with the
     class-body hooks and the ``intercept`` knob (see the module docstring)."""
@@ -133,6 +152,7 @@ class ContextMeta(type):
         if "metadata_loss" in namespace:
             _check_metadata_loss(name, namespace["metadata_loss"])
         cls = super().__new__(mcls, name, bases, namespace, **kwargs)
+        type.__setattr__(cls, "_cassette_extra_slots", _extra_slots(cls))
         handlers = {hook: _hook_handler(cls, hook, namespace[hook])
                     for hook in _dispatch.HOOK_NAMES if hook in namespace}
         for hook, handler in handlers.items():
@@ -240,21 +260,11 @@ class Context(metaclass=ContextMeta):
     def _extra_state(self):
         """Attributes beyond the Context fields (subclass slots and ``__dict__``)."""
         state = {}
-        for klass in type(self).__mro__:
-            if klass is Context:
-                break
-            slots = klass.__dict__.get("__slots__", ())
-            if isinstance(slots, str):
-                slots = (slots,)
-            for slot in slots:
-                if slot in ("__dict__", "__weakref__"):
-                    continue
-                if slot.startswith("__") and not slot.endswith("__"):
-                    slot = f"_{klass.__name__.lstrip('_')}{slot}"
-                try:
-                    state[slot] = object.__getattribute__(self, slot)
-                except AttributeError:
-                    pass
+        for slot in type(self)._cassette_extra_slots:
+            try:
+                state[slot] = object.__getattribute__(self, slot)
+            except AttributeError:
+                pass
         d = getattr(self, "__dict__", None)
         if d:
             state.update(d)
