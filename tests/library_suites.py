@@ -321,17 +321,17 @@ def install_nine(python=None) -> None:
 # -- the command line --------------------------------------------------------
 
 def check_library(name, *, full=False, escapes=False, verbose=False, contexts=CONTEXTS,
-                  out=print) -> int:
+                  out=print, timeout=3600) -> int:
     """Run one library plain and under ``contexts``; print a table row per
     context and return how many tests were lost unexplained."""
     library = LIBRARIES[name]
     targets = library.full if full else library.default
     with tempfile.TemporaryDirectory(prefix=f"cassette-suite-{name}-") as scratch:
-        where = dict(cwd=scratch, pyargs=True, options=library.options)
+        where = dict(cwd=scratch, pyargs=True, options=library.options, timeout=timeout)
         if library.sdist:
             # The source tree's own configuration and conftest apply.
             where = dict(cwd=unpacked_sdist(name), pyargs=False, junit_dir=scratch,
-                         options=library.options)
+                         options=library.options, timeout=timeout)
         plain = run_pytest(targets, label="plain", **where)
         out(f"{name:16} plain: {len(plain.outcomes):5} tests, {len(plain.passed):5} passed "
             f"({plain.seconds:6.1f}s, cpu {plain.cpu_seconds:6.1f}s)")
@@ -377,6 +377,9 @@ def main(argv=None) -> int:
                         "MODULE:NAME (default: noop, count; with --nine also "
                         "one_override:OneOverride)")
     parser.add_argument("-v", "--verbose", action="store_true", help="failures' first lines")
+    parser.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
+                        help="the longest one pytest run may take (default: 3600; sympy's "
+                             "overdubbed runs need more on shared cores)")
     args = parser.parse_args(argv)
     if args.install:
         install_nine()
@@ -386,7 +389,7 @@ def main(argv=None) -> int:
     bad = 0
     for name in names:
         bad += check_library(name, full=args.full or args.nine, escapes=args.escapes,
-                             verbose=args.verbose,
+                             verbose=args.verbose, timeout=args.timeout,
                              contexts=tuple(args.context
                                             or (NINE_CONTEXTS if args.nine else CONTEXTS)),
                              out=lambda text: print(text, flush=True))
