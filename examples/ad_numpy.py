@@ -445,7 +445,7 @@ def _bilinear(callee):
 
 
 for _callee in (np.dot, np.ndarray.dot, np.matmul, operator.matmul, operator.imatmul, np.outer,
-                np.inner, np.vdot, np.kron, np.cross, np.tensordot,
+                np.inner, np.vdot, np.kron, np.cross, np.tensordot, np.convolve, np.correlate,
                 *[getattr(np, name) for name in ("vecdot", "matvec", "vecmat")
                   if hasattr(np, name)]):
     _bilinear(_callee)
@@ -767,6 +767,55 @@ def _of_a_matrix(callee, jvp):
 _of_a_matrix(np.linalg.det, lambda a, det, da: det * np.trace(np.linalg.solve(a, da),
                                                                 axis1=-2, axis2=-1))
 _of_a_matrix(np.linalg.inv, lambda a, inverse, da: -inverse @ da @ inverse)
+
+
+def _rebuilt(kind, *items):
+    # Run under the context: a named tuple made here keeps each item's tangent.
+    return kind(*items)
+
+
+@_register(ForwardAD, np.linalg.slogdet)
+def _slogdet(ctx, f, array):
+    """``(sign, log|det A|)``: the sign is constant, ``d log|det A| =
+    tr(A⁻¹ dA)``; the result is numpy's own named tuple."""
+    a, da = untag(array, ctx), tangent_of(array, ctx)
+    value = f(a)
+    if da is None:
+        return value
+    t = np.trace(np.linalg.solve(a, da), axis1=-2, axis2=-1)
+    return cassette.overdub(ctx, _rebuilt, type(value), value[0],
+                            carrying(ctx, value[1], np.asarray(t)))
+
+
+@_register(ForwardAD, np.linalg.cholesky)
+def _cholesky(ctx, f, array, *rest, **keywords):
+    """``A = L Lᵀ``: ``dL = L Φ(L⁻¹ dA L⁻ᵀ)``, Φ the lower triangle with its
+    diagonal halved."""
+    if rest or keywords:
+        raise NotDifferentiable("numpy.linalg.cholesky: no rule for its options")
+    a, da = untag(array, ctx), tangent_of(array, ctx)
+    value = f(a)
+    if da is None:
+        return value
+    # The matrix cholesky reads is the symmetric one of A's lower triangle.
+    lower = np.tril(da)
+    da = lower + np.swapaxes(lower, -1, -2) - lower * np.eye(a.shape[-1])
+    inverse = np.linalg.inv(value)
+    inner = inverse @ da @ np.swapaxes(inverse, -1, -2)
+    phi = np.tril(inner) - 0.5 * np.eye(a.shape[-1]) * inner
+    return carrying(ctx, value, value @ phi)
+
+
+if hasattr(np.linalg, "svdvals"):                       # numpy 2.0+
+    @_register(ForwardAD, np.linalg.svdvals)
+    def _svdvals(ctx, f, array):
+        """dσ_i = u_iᵀ dA v_i."""
+        a, da = untag(array, ctx), tangent_of(array, ctx)
+        value = f(a)
+        if da is None:
+            return value
+        u, _, vt = np.linalg.svd(a, full_matrices=False)
+        return carrying(ctx, value, np.einsum("...ji,...jk,...ik->...i", u, da, vt))
 
 
 @_register(ForwardAD, np.linalg.solve)

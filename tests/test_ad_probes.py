@@ -249,6 +249,11 @@ ARRAY = {
     "np.linalg.inv": lambda x: np.linalg.inv(_matrix(x)),
     "np.linalg.solve": lambda x: np.linalg.solve(_matrix(x), x[4:]),
     "np.linalg.eigvalsh": lambda x: np.linalg.eigvalsh(_matrix(x) + _matrix(x).T),
+    "np.linalg.slogdet": lambda x: np.linalg.slogdet(_matrix(x)).logabsdet * 2,
+    "np.linalg.cholesky": lambda x: np.linalg.cholesky(_matrix(x) @ _matrix(x).T + np.eye(2)),
+    "np.linalg.svdvals": lambda x: (np.linalg.svdvals(x.reshape(2, 3)) if hasattr(
+        np.linalg, "svdvals") else np.linalg.norm(x)),
+    "np.convolve": lambda x: np.convolve(x, [1.0, 2.0, 0.5]) + np.correlate(x, x[:2]).sum(),
     "eigvalsh of a triangle": lambda x: np.linalg.eigvalsh(_matrix(x) + 3 * np.eye(2)),
     "np.block of an array": lambda x: np.block(x.reshape(2, 3)) * 2,
     "np.vstack of an array": lambda x: np.vstack(x.reshape(2, 3)) + np.hstack(x.reshape(2, 3)).sum(),
