@@ -249,9 +249,7 @@ def _shim(name, method):
         value = object.__getattribute__(self, _VALUE)
         bound = getattr(value, name)
         return bound(*args, **kwargs) if kwargs else bound(*args)
-    shim.__name__ = shim.__qualname__ = name
-    shim._cassette_method = method
-    return shim
+    return _named(shim, name, method)
 
 
 # The slots of a tagged value: the value it wraps, its tag, its metadata.
@@ -333,10 +331,12 @@ class Tagged(metaclass=TaggedMeta):
 # class's own method with the tagged value first (cassette.engine.call_shim),
 # as the same call of a primal value would be seen.
 
-def _named(method, name):
-    method.__name__ = method.__qualname__ = name
-    method._cassette_method = name
-    return method
+def _named(function, name, method=None):
+    """``function`` made a shim of method ``name`` (``method``: the primal
+    class's, when known): named so, and marked for the engine."""
+    function.__name__ = function.__qualname__ = name
+    function._cassette_method = name if method is None else method
+    return function
 
 
 def _delegate_unary(function, name):

@@ -50,7 +50,7 @@ if __name__ == "__main__":
     sys.modules.setdefault("ad", sys.modules[__name__])
 
 __all__ = ["ForwardAD", "NO_TANGENT", "NotDifferentiable", "binary", "derivative",
-           "differentiable", "directional_derivative", "linear", "tangent", "unary"]
+           "differentiable", "directional_derivative", "tangent", "unary"]
 
 
 class ForwardAD(cassette.Context):
@@ -276,27 +276,12 @@ def unary(callee, rule):
     return propagate
 
 
-def linear(callee, apply=None):
-    """Register ``callee`` — linear in its first argument, which is the
-    only differentiated one — so that the tangent is ``apply(tangent,
-    *rest, **keywords)`` (``callee`` itself by default)."""
-    apply = callee if apply is None else apply
-
-    @cassette.execute.register(ForwardAD, callee)
-    def propagate(ctx, f, first, *rest, **keywords):
-        if not istagged(first, ctx):
-            return OverdubInstead
-        if any(tangent(v, ctx) is not NO_TANGENT for v in (*rest, *keywords.values())):
-            raise NotDifferentiable(f"{_name(callee)}: only its first argument may "
-                                    f"carry a tangent")
-        rest = [untag(r, ctx) for r in rest]
-        keywords = {k: untag(v, ctx) for k, v in keywords.items()}
-        value = f(untag(first, ctx), *rest, **keywords)
-        t = tangent(first, ctx)
-        return tag(value, ctx, apply(t, *rest, **keywords) if t is not NO_TANGENT
-                   else NO_TANGENT)
-
-    return propagate
+def _pair(first, second):
+    """``(first, second)``, for a rule to run under its context
+    (``cassette.overdub(ctx, _pair, a, b)``): the tuple built then keeps each
+    element's tangent, as a tuple a program builds does — a rule of a
+    function of two results (``math.modf``, ``np.divmod``) returns it."""
+    return (first, second)
 
 
 def _name(callee):

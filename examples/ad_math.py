@@ -16,7 +16,7 @@ import operator
 import cassette
 from cassette import tag, untag
 
-from ad import (NO_TANGENT, ForwardAD, NotDifferentiable, _elements, _power_rule,
+from ad import (NO_TANGENT, ForwardAD, NotDifferentiable, _elements, _pair, _power_rule,
                 differentiable, tangent, unary)
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -191,11 +191,6 @@ if hasattr(math, "sumprod"):                                # 3.12+
         qs, dqs = _elements(q, ctx)
         return _tagged(ctx, math.sumprod(ps, qs),
                        sum(da * b + a * db for a, b, da, db in zip(ps, qs, dps, dqs)))
-
-
-def _pair(first, second):
-    # Run under the context: the tuple it builds keeps each element's tangent.
-    return (first, second)
 
 
 @cassette.execute.register(ForwardAD, math.modf, cassette.Tagged)

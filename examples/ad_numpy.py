@@ -37,9 +37,9 @@ import numpy as np
 import cassette
 from cassette import istagged, metadata, tag, untag
 
-from ad import NO_TANGENT, ForwardAD, NotDifferentiable, _name
+from ad import NO_TANGENT, ForwardAD, NotDifferentiable, _name, _pair
 
-__all__ = ["BINARY", "TAGGED_ARRAY", "UNARY"]
+__all__ = ["BINARY", "TAGGED_ARRAY", "UNARY", "linear"]
 
 #: Only tagged arrays are dispatched to the handlers that name it: the
 #: program's other subscripts and attribute loads never call one.
@@ -449,12 +449,6 @@ for _callee in (np.dot, np.ndarray.dot, np.matmul, operator.matmul, operator.ima
                 *[getattr(np, name) for name in ("vecdot", "matvec", "vecmat")
                   if hasattr(np, name)]):
     _bilinear(_callee)
-
-
-def _pair(first, second):
-    # Run under the context (see _two_outputs): the tuple it builds keeps
-    # each element's tangent, as a tuple a program builds does.
-    return (first, second)
 
 
 def _two_outputs(jvp):

@@ -19,8 +19,6 @@ import gc
 import os
 import sys
 
-import pytest
-
 import cassette
 
 PACKAGE = os.path.dirname(os.path.abspath(cassette.__file__))
