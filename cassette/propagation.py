@@ -1335,16 +1335,13 @@ _TupleGetter = type(collections.namedtuple("_Probe", "field").field)
 def _field_index(cls, name):
     """The element index a named tuple class reads for attribute ``name``
     (its ``_tuplegetter``), or None."""
-    for klass in cls.__mro__:
-        descriptor = klass.__dict__.get(name)
-        if descriptor is not None:
-            if type(descriptor) is not _TupleGetter:
-                return None
-            try:
-                return descriptor.__reduce__()[1][0]
-            except Exception:
-                return None
-    return None
+    descriptor = callables.lookup_on_type(cls, name)
+    if type(descriptor) is not _TupleGetter:
+        return None
+    try:
+        return descriptor.__reduce__()[1][0]
+    except Exception:
+        return None
 
 
 def _setattr(ctx, primitive, args, kwargs):

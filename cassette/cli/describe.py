@@ -20,6 +20,8 @@ import operator
 import types
 import weakref
 
+from ..callables import HEAPTYPE_FLAG, lookup_on_type, type_flags
+
 WIDTH = 60
 _ITEMS = 4          # elements shown of a container
 _DEPTH = 2          # levels of nested containers shown
@@ -27,10 +29,6 @@ _DEPTH = 2          # levels of nested containers shown
 _type_qualname = type.__dict__["__qualname__"].__get__
 _type_module = type.__dict__["__module__"].__get__
 _dict_get = dict.get
-_type_mro = type.__dict__["__mro__"].__get__
-_type_flags = type.__dict__["__flags__"].__get__
-_type_dict = type.__dict__["__dict__"].__get__
-_proxy_get = types.MappingProxyType.get
 _partial = functools.partial
 _partial_func = functools.partial.func.__get__
 _FunctionType = types.FunctionType
@@ -132,10 +130,10 @@ def instance_name(f, kind, depth=0):
         if type(name) is str:
             module = _dict_get(namespace, "__module__")
             return _qualified(module if type(module) is str else None, name)
-    if not _type_flags(kind) & _HEAPTYPE:
+    if not type_flags(kind) & HEAPTYPE_FLAG:
         # A class written in C (numpy's ufunc): its own descriptors are C too.
         for attribute in ("__qualname__", "__name__"):
-            descriptor = _type_lookup(kind, attribute)
+            descriptor = lookup_on_type(kind, attribute)
             if type(descriptor) in (types.GetSetDescriptorType, types.MemberDescriptorType):
                 name = descriptor.__get__(f, kind)
                 if type(name) is str:
@@ -143,21 +141,10 @@ def instance_name(f, kind, depth=0):
     return f"<{_type_qualname(kind)} instance>"
 
 
-_HEAPTYPE = 1 << 9              # Py_TPFLAGS_HEAPTYPE
-
-
-def _type_lookup(kind, name):
-    for klass in _type_mro(kind):
-        found = _proxy_get(_type_dict(klass), name)
-        if found is not None:
-            return found
-    return None
-
-
 def _instance_dict(f, kind):
     """``f.__dict__`` when the class's ``__dict__`` is the interpreter's
     descriptor, else None."""
-    descriptor = _type_lookup(kind, "__dict__")
+    descriptor = lookup_on_type(kind, "__dict__")
     if type(descriptor) is not types.GetSetDescriptorType:
         return None
     namespace = descriptor.__get__(f, kind)
