@@ -19,8 +19,8 @@ says — or raises :class:`ad.NotDifferentiable` (a
   ``clip``, ``where``, products (``dot``, ``outer``, ``einsum`` …),
   ``np.linalg.norm``/``det``/``inv``/``solve``.
 * **Data**: ``a[key]`` and ``a[key] = v`` of a tagged array, iteration,
-  ``tolist``, ``list(a)``, ``sum(a)``; arrays made ``*_like`` a tagged one
-  are tagged (with a zero tangent), so that a program can fill them.  A
+  ``tolist``, ``list(a)`` (``sum(a)`` is ``ad.py``'s rule); arrays made
+  ``*_like`` a tagged one are tagged (with a zero tangent), so that a program can fill them.  A
   store of a value with a tangent into an array without one raises: start
   from an array made like the input (``np.zeros_like(x)``) or a copy.
 
@@ -37,7 +37,7 @@ import numpy as np
 import cassette
 from cassette import istagged, metadata, tag, untag
 
-from ad import NO_TANGENT, ForwardAD, NotDifferentiable, _name, _pair
+from ad import NO_TANGENT, ForwardAD, NotDifferentiable, _elements, _name, _pair
 
 __all__ = ["BINARY", "TAGGED_ARRAY", "UNARY", "linear"]
 
@@ -378,19 +378,11 @@ for _callee in (np.zeros_like, np.ones_like, np.empty_like, np.full_like):
 # -- linear functions of several arrays ---------------------------------------------------
 
 def _sequence(arrays, ctx):
-    """``(primals, tangents)`` of the arrays in ``arrays`` (a list or tuple
-    built in the run keeps its elements' tangents as their metadata)."""
-    if istagged(arrays, ctx):
-        primal, t = untag(arrays, ctx), tangent_of(arrays, ctx)
-        return list(primal), (list(t) if t is not None else [None] * len(primal))
-    components = cassette.metameta(arrays, ctx)
-    primals = [untag(a, ctx) for a in arrays]
-    if isinstance(components, list) and len(components) == len(primals):
-        tangents = [None if m.data is cassette.NoMetaData or m.data is NO_TANGENT else m.data
-                    for m in components]
-    else:
-        tangents = [tangent_of(a, ctx) for a in arrays]
-    return primals, tangents
+    """``(primals, tangents)`` of the arrays in ``arrays`` (``ad._elements``:
+    a list or tuple built in the run keeps its elements' tangents as their
+    metadata), None for each without a tangent."""
+    primals, tangents = _elements(arrays, ctx)
+    return primals, [None if t is NO_TANGENT else t for t in tangents]
 
 
 def _joining(ctx, f, arrays, *rest, **keywords):
@@ -1151,18 +1143,6 @@ def _sequence_of(ctx, f, array):
     """``list(a)``/``tuple(a)``: the rows, each with its tangent."""
     listed = cassette.overdub(ctx, _listed, _rows(ctx, array))
     return listed if f is list else cassette.overdub(ctx, tuple, listed)
-
-
-@_register(ForwardAD, sum, TAGGED_ARRAY)
-@_register(ForwardAD, sum, TAGGED_ARRAY, object)
-def _sum_rows(ctx, f, array, start=0):
-    """``sum(a)`` adds rows: so do the tangents."""
-    primal, t = untag(array, ctx), tangent_of(array, ctx)
-    value = sum(primal, untag(start, ctx))
-    total = tangent_of(start, ctx)
-    if t is not None:
-        total = sum(t, 0.0 if total is None else total)
-    return carrying(ctx, value, total)
 
 
 @_register(ForwardAD, abs, TAGGED_ARRAY)
