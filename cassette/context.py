@@ -328,16 +328,31 @@ def similarcontext(ctx: _C, *, metadata: Any = _UNCHANGED, pass_: Any = _UNCHANG
         raise TypeError(f"similarcontext: expected a cassette.Context instance, got {ctx!r}")
     if pass_ is not _UNCHANGED:
         _check_pass(pass_, "similarcontext")
-    new = _restore_context(
-        type(ctx),
-        ctx.metadata if metadata is _UNCHANGED else metadata,
-        ctx.pass_ if pass_ is _UNCHANGED else pass_,
-        ctx.tag if tag is _UNCHANGED else tag,
-        ctx.bindingscache if bindingscache is _UNCHANGED else bindingscache)
-    extra = ctx._extra_state()
-    if extra:
-        new.__setstate__(extra)
+    return _similar(ctx,
+                    ctx.metadata if metadata is _UNCHANGED else metadata,
+                    ctx.pass_ if pass_ is _UNCHANGED else pass_,
+                    ctx.tag if tag is _UNCHANGED else tag,
+                    ctx.bindingscache if bindingscache is _UNCHANGED else bindingscache)
+
+
+def _similar(ctx, metadata, pass_, tag, bindingscache):
+    """:func:`similarcontext` of a context, its arguments checked (what
+    ``enabletagging`` runs for every derivative a tool takes)."""
+    cls = type(ctx)
+    new = _new_object(cls)
+    new.metadata = metadata
+    new.pass_ = pass_
+    new.tag = tag
+    new.bindingscache = bindingscache
+    new._runtime = None
+    if cls._cassette_extra_slots or getattr(ctx, "__dict__", None):
+        extra = ctx._extra_state()
+        if extra:
+            new.__setstate__(extra)
     return new
+
+
+_new_object = object.__new__
 
 
 def context(name: str, /) -> type[Context]:

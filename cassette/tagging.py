@@ -55,7 +55,7 @@ from typing import Any, Callable, TypeVar
 
 from ._singletons import (NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_TAG_SLOT,
                           TAGGED_VALUE_SLOT)
-from .context import Context, similarcontext
+from .context import Context, _similar
 from .errors import TaggingError
 from . import callables as _callables, dispatch as _dispatch
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
@@ -120,14 +120,20 @@ class Tag:
                 generic = Tagged[primal_type]
                 made = type(generic)(f"{generic.__name__}@{self.number}", (generic,),
                                      {"__slots__": (), "__module__": __name__})
-            if not self._types:
-                # When the tag dies its types go spare: a weak reference's
-                # callback, kept by the module (cheaper than weakref.finalize,
-                # which a derivative per call would pay each time).
-                _tag_watchers[id(self)] = _ref(self, _types_forgetter(id(self), self._types))
             self._types[primal_type] = made
             _type_tags[made] = _ref(self)
         return made
+
+    def __del__(self):
+        # The tag's types go spare (no value of them is left: each holds
+        # its tag).  A method, not a weak reference's callback: nothing to
+        # make per tag.
+        try:
+            _tag_died(self)
+            if self._types:
+                _forget_types(self._types)
+        except Exception:               # interpreter shutdown: nothing to reuse
+            pass
 
     def __repr__(self):
         return f"<cassette tag {self.number} of {self.context_type.__qualname__}>"
@@ -156,16 +162,9 @@ _SPARES_KEPT = 4
 _HEAPTYPE = 1 << 9              # Py_TPFLAGS_HEAPTYPE
 
 
-#: id(live tag that made types) -> the weak reference whose callback
-#: forgets them (:func:`_types_forgetter`).
-_tag_watchers = {}
-
-
-def _types_forgetter(key, types_of_tag):
-    def forget(ref):
-        _tag_watchers.pop(key, None)
-        _forget_types(types_of_tag)
-    return forget
+def _tag_died(tag_):
+    """What else must forget a tag when it dies (the Cython core's caches
+    that borrow it)."""
 
 
 def _forget_types(types_of_tag):
@@ -470,7 +469,7 @@ def enabletagging(ctx: _C, f: Callable[..., Any]) -> _C:
         raise TypeError(f"enabletagging: expected a cassette.Context instance, got {ctx!r}")
     if not callable(f):
         raise TypeError(f"enabletagging: expected the function the context will run, got {f!r}")
-    return similarcontext(ctx, tag=Tag(type(ctx)), bindingscache=BindingsCache())
+    return _similar(ctx, ctx.metadata, ctx.pass_, Tag(type(ctx)), BindingsCache())
 
 
 def hastagging(ctx: Context) -> bool:
@@ -671,6 +670,8 @@ def _accelerated():
     if IMPLEMENTATION != "cython":
         return tag, untag, istagged, metadata
     from . import _core
+    global _tag_died
+    _tag_died = _core.forget_tag
     _core.install_tagging_api((tag, untag, istagged, metadata), Context, Tag, Tagged,
                               _allowed_cache, NoMetaData)
     return _core.tag, _core.untag, _core.istagged, _core.metadata

@@ -264,8 +264,18 @@ cdef object _list_element(Runtime runtime, object propagate, tuple args):
 
 
 # The tagged type found last, for a tag and a primal type (a tag's types
-# stay its own while it lives, which this reference ensures).
-cdef object _last_tag = None, _last_tagged_primal = None, _last_tagged_type = None
+# stay its own while it lives).  The tag is borrowed, so that the last tag
+# used can die: its death forgets it (``forget_tag``).
+cdef PyObject *_last_tag = NULL
+cdef object _last_tagged_primal = None, _last_tagged_type = None
+
+
+def forget_tag(tag_):
+    """Called by a dying ``Tag``: the caches that borrow it let it go."""
+    global _last_tag
+    if _last_tag is <PyObject *>tag_:
+        _last_tag = NULL
+    cassette_api_forget_tag(<PyObject *>tag_)
 
 
 cdef inline object _made_tagged_type(object tag_, object primal_type):
@@ -273,12 +283,13 @@ cdef inline object _made_tagged_type(object tag_, object primal_type):
     has made it, else None."""
     global _last_tag, _last_tagged_primal, _last_tagged_type
     cdef PyObject *found
-    if tag_ is _last_tag and primal_type is _last_tagged_primal:
+    if <PyObject *>tag_ is _last_tag and primal_type is _last_tagged_primal:
         return _last_tagged_type
     found = PyDict_GetItemWithError(_types_of(tag_), primal_type)
     if found is NULL:
         return None
-    _last_tag, _last_tagged_primal, _last_tagged_type = tag_, primal_type, <object>found
+    _last_tag = <PyObject *>tag_
+    _last_tagged_primal, _last_tagged_type = primal_type, <object>found
     return <object>found
 
 
@@ -309,10 +320,32 @@ cdef object _call_tagged(Runtime runtime, tuple propagation, object callee, obje
 cdef object _checked_loss_function = None     # propagation.checked_loss, once imported
 
 
+cdef inline bint _all_atoms(tuple values):
+    """Whether every one of ``values`` is an untagged number, string or
+    None: a value that carries no metadata and holds none."""
+    for value in values:
+        kind = type(value)
+        if not (kind is float or kind is int or kind is str or kind is bool
+                or value is None or kind is complex or kind is bytes):
+            return False
+    return True
+
+
 cdef object _checked_loss(object ctx, object callee, tuple args, dict kwargs, object out):
     """``propagation.checked_loss`` (imported when first needed: the
-    propagation layer imports the tagging layer, which imports this core)."""
+    propagation layer imports the tagging layer, which imports this core),
+    but for a result that is None or whose type the context lets carry no
+    metadata (cached, as ``_may_carry`` reads it): nothing to lose."""
     global _checked_loss_function
+    cdef PyObject *allowed
+    if out is None:
+        return out
+    if type(out) is not tuple and type(out) is not list:
+        allowed = PyDict_GetItemWithError(_tg_allowed, (type(ctx), type(out)))
+        if allowed is not NULL and <object>allowed is None:
+            return out
+    if _all_atoms(args) and (not kwargs or _all_atoms(tuple(kwargs.values()))):
+        return out          # no argument carried metadata, nor holds any
     if _checked_loss_function is None:
         from cassette import propagation
         _checked_loss_function = propagation.checked_loss
@@ -428,24 +461,24 @@ cdef class PropagationSite:
     cdef object slow, name
     cdef int kind
     cdef bint direct
+    # The runtime's ``_adoptions`` when ``slow`` was made.
+    cdef Py_ssize_t served
 
     def __init__(self, Runtime runtime, name):
         self.name = name
         self.kind = _PROPAGATION_KINDS[name]
-        self.serve(runtime)
-
-    cdef serve(self, Runtime runtime):
-        """Take the context of ``runtime`` (anew when it adopts another);
-        the slow path is made when first needed."""
         self.runtime = runtime
         self.slow = None
         self.direct = runtime._tagging and not (
             runtime.parent is not None and engine.chain_has_tagging(runtime.parent))
 
     cdef object _slow(self):
-        """The propagation layer's slot (it closes over the context)."""
-        if self.slow is None:
+        """The propagation layer's slot: it closes over the context, so it
+        is made when first needed and again after the runtime adopted
+        another context (``Runtime.adopt``)."""
+        if self.slow is None or self.served != self.runtime._adoptions:
             self.slow = engine.tagging_slot(self.runtime, self.name)
+            self.served = self.runtime._adoptions
         return self.slow
 
     cdef inline bint _recorded(self, object obj):

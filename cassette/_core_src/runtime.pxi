@@ -642,7 +642,9 @@ cdef class Runtime:
     cdef list _suspendable
     cdef bint _handed_out
     cdef bint _released
-    cdef list _propagation_sites
+    # How many contexts this runtime adopted: a propagation site remakes
+    # its slow path when it has changed since it made it.
+    cdef Py_ssize_t _adoptions
     # The steps whose iterator yielded EXHAUSTED itself, as (thread,
     # iterator), until the loop asks (``loop_ended``): almost always empty.
     cdef list _marker_values
@@ -693,7 +695,7 @@ cdef class Runtime:
         self._recipes = {}
         self._seen_functions = [None] * SEEN_FUNCTIONS
         self._slots = {}
-        self._propagation_sites = []
+        self._adoptions = 0
         self._droppers = {}
         self._next_site = None
         self._tag = getattr(self.ctx, "tag", None)
@@ -895,9 +897,7 @@ cdef class Runtime:
             elif name in _STRUCTURAL:
                 value = getattr(self, _STRUCTURAL[name])
             elif name in dispatch.TAGGING_SLOTS:
-                site = PropagationSite(self, name)
-                self._propagation_sites.append(site)
-                value = cassette_propagation_slot(site)
+                value = cassette_propagation_slot(PropagationSite(self, name))
             else:
                 value = cassette_operation_slot(OperationSite(self, name))
             self._slots[name] = value
@@ -1573,9 +1573,9 @@ cdef class Runtime:
         self._forget_recent_records()
         PyObject_GenericSetAttr(old, "_runtime", None)
         PyObject_GenericSetAttr(ctx, "_runtime", self)
-        # The only parts that hold a context rather than this runtime.
-        for site in self._propagation_sites:
-            (<PropagationSite>site).serve(self)
+        # The propagation sites' slow paths hold a context: each remakes
+        # its own when next needed (not a walk of every site here).
+        self._adoptions += 1
         return True
 
     def instantiation(self, cls):

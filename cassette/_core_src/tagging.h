@@ -191,7 +191,9 @@ static cassette_fastcall cassette_api_general_tag = NULL;
 
 /* tag(): what the general entry last found for a context class, a tag,
    a primal type and the type of metadata allowed (NULL: it was tagged
-   without metadata), valid while the dispatch generation is the same. */
+   without metadata), valid while the dispatch generation is the same.
+   The tag is borrowed, so that the last tag used can die: its death
+   forgets it (cassette_api_forget_tag, from Tag.__del__). */
 static Py_ssize_t cassette_dispatch_generation = -1;
 static PyObject *cassette_api_last_ctx_type = NULL, *cassette_api_last_tag = NULL;
 static PyObject *cassette_api_last_primal = NULL, *cassette_api_last_allowed = NULL;
@@ -270,11 +272,15 @@ static PyObject *cassette_api_istagged(PyObject *module, PyObject *const *args,
 static void cassette_api_note_tagged(PyObject *ctx_type, PyObject *tag, PyObject *primal,
                                      PyObject *allowed, PyObject *made) {
     Py_XINCREF(ctx_type); Py_XSETREF(cassette_api_last_ctx_type, ctx_type);
-    Py_XINCREF(tag); Py_XSETREF(cassette_api_last_tag, tag);
+    cassette_api_last_tag = tag;
     Py_XINCREF(primal); Py_XSETREF(cassette_api_last_primal, primal);
     Py_XINCREF(allowed); Py_XSETREF(cassette_api_last_allowed, allowed);
     Py_XINCREF(made); Py_XSETREF(cassette_api_last_made, made);
     cassette_api_last_generation = cassette_dispatch_generation;
+}
+
+static inline void cassette_api_forget_tag(PyObject *tag) {
+    if (cassette_api_last_tag == tag) cassette_api_last_tag = NULL;
 }
 
 static PyObject *cassette_api_tag(PyObject *module, PyObject *const *args, Py_ssize_t nargs,

@@ -259,13 +259,14 @@ cdef object _tag_entry(object module, PyObject **args, Py_ssize_t nargs, PyObjec
                 if allowed is None or type(data) is not allowed:
                     return _slow_api(_tg_slow_tag, args, nargs, kwnames)
             made = _made_tagged_type(tag_, primal_type)
-            if made is not None:
-                if cassette_tagged_adopted(<PyTypeObject *>made):
-                    data_type = type(data)
-                    cassette_api_note_tagged(type(<object>args[1]), tag_, primal_type,
-                                             NULL if data is _tg_no_data
-                                             else <PyObject *>data_type, made)
-                return _new_tagged(made, value, tag_, data)
+            if made is None:            # the tag's first value of this type
+                made = tag_.tagged_type(primal_type)
+            if cassette_tagged_adopted(<PyTypeObject *>made):
+                data_type = type(data)
+                cassette_api_note_tagged(type(<object>args[1]), tag_, primal_type,
+                                         NULL if data is _tg_no_data
+                                         else <PyObject *>data_type, made)
+            return _new_tagged(made, value, tag_, data)
     return _slow_api(_tg_slow_tag, args, nargs, kwnames)
 
 
