@@ -163,6 +163,27 @@ cdef object _builtin_name(object f):
     return name
 
 
+cdef dict _entry_decisions = engine._decisions     # cleared, never replaced
+from cassette.passes import NoPass as _NoPass
+import sys as _sys_module
+cdef dict _sys_dict = _sys_module.__dict__
+cdef tuple _sys_hooks = routing._SYS_HOOKS
+
+
+cdef inline bint _routing_current():
+    """Whether ``routing.route_new_classes`` has nothing to do now — its
+    early returns, read here: no routing installed, or the hooks of
+    ``sys`` still the interpreter's and no module imported since its
+    last scan."""
+    if routing._route is None:
+        return True
+    for name in _sys_hooks:
+        hook = _sys_dict.get(name)
+        if type(hook) is not BuiltinFunctionType:
+            return False
+    return len(routing._modules) == routing._modules_seen
+
+
 # The builtin itself, called for a non-iterator: Cython compiles ``next(x,
 # d)`` to code of its own, whose TypeError is worded differently from the
 # interpreter's ("range object is not an iterator", without the quotes).
@@ -1614,12 +1635,41 @@ cdef class Runtime:
                 return runtime_of(ctx).run(f, args, kwargs, ctx)
             # The entry rewrites ``f`` without going through ``resolve``:
             # bring the intercepted kinds up to date first.
-            if self._generation != _generation or self.passes != engine.context_passes(self):
+            if self._generation != _generation or not self._passes_current():
                 self._reset()
-            routing.route_new_classes()
+            if not _routing_current():
+                routing.route_new_classes()
+            body = self._known_entry_body(f)
+            if body is not None:
+                return body(*args, **kwargs) if kwargs else body(*args)
             return engine.run(self, f, args, kwargs)
         finally:
             self._depth -= 1
+
+    cdef inline bint _passes_current(self):
+        """Whether ``self.passes`` is ``engine.context_passes(self)``,
+        decided without the call for a context without a pass at top
+        level (the common case)."""
+        if (self.parent is None and not self.passes
+                and PyObject_GenericGetAttr(self.ctx, "pass_") is _NoPass):
+            return True
+        return self.passes == engine.context_passes(self)
+
+    cdef object _known_entry_body(self, f):
+        """What ``engine.run`` calls for ``f`` when ``engine.decide``
+        has its decision cached (a plain function no handler can match,
+        in ``engine._decisions``, read as ``decide`` reads it): the body
+        rewritten for this runtime.  Else None: ``engine.run`` decides."""
+        if type(f) is not FunctionType:
+            return None
+        known = _entry_decisions.get(id(f))
+        if known is None:
+            return None
+        ref, code, ctx_type_ref, generation, body_kind = <tuple>known
+        if (ref() is f and code is (<object>f).__code__ and ctx_type_ref() is type(self.ctx)
+                and generation == dispatch._generation and body_kind == callables.FUNCTION):
+            return self._rewritten(f)
+        return None
 
     # -- the protocol -------------------------------------------------------
 
