@@ -501,13 +501,17 @@ class Plan:
     """What can run for one (context class, callee): a :class:`Selector` or
     ``None`` per hook kind (``None``: no handler can match; use the default)."""
 
-    __slots__ = ("prehook", "execute", "posthook", "fallback")
+    __slots__ = ("prehook", "execute", "posthook", "fallback", "compiled")
 
     def __init__(self, prehook=None, execute=None, posthook=None, fallback=None):
         self.prehook = prehook
         self.execute = execute
         self.posthook = posthook
         self.fallback = fallback
+        #: What the Cython core compiled the plan to (its ``Protocol``), made
+        #: once per plan: a plan does not change (a new generation makes new
+        #: plans).  None until then.
+        self.compiled = None
 
     @property
     def watching(self):

@@ -21,6 +21,15 @@ cdef class NotOverdubbed:
         return f"<not overdubbed {self.callee!r}>"
 
 
+cdef inline Protocol _compiled(plan):
+    """The :class:`Protocol` of ``plan``, made once (``Plan.compiled``):
+    a function the program makes per call is hooked anew at each call."""
+    protocol = plan.compiled
+    if protocol is None:
+        protocol = plan.compiled = Protocol(plan)
+    return <Protocol>protocol
+
+
 @cython.final
 cdef class Hooked:
     """A callee with handlers: calling it runs the protocol of reference §3.2."""
@@ -35,7 +44,7 @@ cdef class Hooked:
         self.runtime = runtime
         self.callee = callee
         self.body = body
-        self.protocol = Protocol(plan)
+        self.protocol = _compiled(plan)
         self.vectorcall = <void *>cassette_holding_vectorcall     # then _hooked_vectorcall
 
     def __call__(self, *args, **kwargs):
@@ -475,7 +484,7 @@ cdef class OperationSite:
             # Under tagging even an unhooked operation runs the protocol:
             # its fallback propagates metadata.
             self.protocol = (None if plan is EMPTY and not self.runtime._tagging
-                             else Protocol(plan))
+                             else _compiled(plan))
             execute = plan.execute
             only_execute = (plan.prehook is None and plan.posthook is None
                             and plan.fallback is None)
