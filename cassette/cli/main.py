@@ -81,6 +81,9 @@ def build_parser():
                           help="sort the table by (default: cumtime)")
     profiler.add_argument("--ops", action=argparse.BooleanOptionalAction, default=True,
                           help="count the operation mix (default: on)")
+    profiler.add_argument("--calibrate", action=argparse.BooleanOptionalAction, default=False,
+                          help="measure what the hooks cost per call and operation, and "
+                               "take it out of the times (an estimate: default off)")
     profiler.add_argument("-l", "--limit", type=_positive, metavar="N",
                           help="show the first N rows of the table (and of each "
                                "function's operation mix)")
@@ -197,7 +200,7 @@ def main(argv=None):
         filters = trace.Filters(options.depth, options.include, options.exclude)
         ctx, session = trace.make_context(out, options.format, filters, colour, options.ops)
     else:
-        ctx, session = profile.make_context(options.ops)
+        ctx, session = profile.make_context(options.ops, options.calibrate)
     session.watch_exceptions()
     kept = None if owned or options.command != "profile" else _kept_descriptor(out)
     start = time.perf_counter()

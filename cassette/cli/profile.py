@@ -24,6 +24,21 @@ The reports, all made from that tree at the end of the run:
 
 A function's ``cumtime`` counts each of its calls once, also when it is
 recursive (the outermost call's time), as ``cProfile`` does.
+
+A generator's (or coroutine's) body runs when it is resumed, not when its
+function is called: each run from a resumption to the next suspension is
+charged to the generator's own row, in the tree under whoever resumed it
+(``list``, a ``for`` loop's function, the event loop), as pyinstrument
+shows it.  Its ``ncalls`` are the calls of its function; the resumptions
+add time, not calls.  Rows are keyed as ``cProfile`` keys them: a
+function's file, first line and qualified name.
+
+The hooks' own cost lands in the times of Python code that makes many calls
+(C code makes none the hooks see).  ``--calibrate`` measures it first, on
+loops of known work (:func:`calibrate`, as ``profile.Profile.calibrate``
+does), and takes it out of each function's own time, never below zero.  It
+is an estimate — real calls cost the hooks up to twice what the loops
+measure — so it is off by default, and the report says what it took out.
 """
 
 import fnmatch
@@ -38,15 +53,20 @@ import cassette
 
 from . import callstack
 from .callstack import program_frame
-from .describe import OPERATIONS, callee_name, callee_site, operation_name
+from .describe import (OPERATIONS, _qualified, callee_name, callee_site, code_qualname,
+                       operation_name)
 
 _getframe = sys._getframe
 _perf_counter = time.perf_counter
 _FunctionType = types.FunctionType
 
 # Profile entries: [callee, caller frame, caller's f_lasti, node, start time]
-# (the hooks index them with the literals, which is faster)
+# (the hooks index them with the literals, which is faster); the entry of a
+# generator's run holds its frame as the callee and has a sixth field.
 NODE, START = 3, 4
+_RESUMED = "resumed"
+#: CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR: code run by resuming.
+_SUSPENDS = 0x20 | 0x80 | 0x200
 _HOOKED_DIRECTLY = program_frame is callstack.identity
 
 SORT_KEYS = {
@@ -74,6 +94,18 @@ class Node:
         return self.total - sum(child.total for child in self.children.values())
 
 
+class Resumed:
+    """The callee of a generator's (or coroutine's) runs: its code and the
+    module it runs in (named as its function is)."""
+
+    __slots__ = ("code", "module")
+
+    def __init__(self, frame):
+        self.code = frame.f_code
+        name = frame.f_globals.get("__name__")
+        self.module = name if type(name) is str else None
+
+
 class ProfileRecording(callstack.Recording):
     """A thread's part of the profile: the tree under its root node."""
 
@@ -89,9 +121,40 @@ class ProfileRecording(callstack.Recording):
 
     def close(self, entry, raised, now=None):
         node = entry[NODE]
-        node.calls += 1
+        if len(entry) == 5:         # a call (a generator's run adds no call)
+            node.calls += 1
         node.total += (_perf_counter() if now is None else now) - entry[START]
         self.ops = self.stack[-1][NODE].ops
+
+    def resumed(self, frame):
+        """Generator or coroutine ``frame`` makes an operation while the top
+        entry is neither its run's nor one it made.  If an entry of its is
+        open below, the frame is running again: everything above that entry
+        has ended (returned, or suspended without a later operation of its
+        resumer to tell); they are closed.  Else the frame was resumed: open
+        an entry for this run (the frame as the callee), made by its
+        resumer's frame at the instruction it is at — so the resumer's next
+        instruction, or the end of the call that resumed it
+        (``list(...)``), closes it.  Returns the new top."""
+        stack = self.stack
+        for index in range(len(stack) - 1, 0, -1):
+            entry = stack[index]
+            if entry[0] is frame or entry[1] is frame:
+                while len(stack) - 1 > index:
+                    self.close(stack.pop(), False)
+                if entry[1] is frame and entry[2] != frame.f_lasti:
+                    return self.settle(frame)
+                return entry
+        resumer = frame.f_back
+        top = stack[-1]
+        children = top[NODE].children
+        node = children.get(frame.f_code)
+        if node is None:
+            node = children[frame.f_code] = Node(Resumed(frame))
+        entry = [frame, resumer, -1 if resumer is None else resumer.f_lasti, node,
+                 _perf_counter(), _RESUMED]
+        stack.append(entry)
+        return entry
 
 
 class ProfileSession(callstack.Session):
@@ -99,6 +162,8 @@ class ProfileSession(callstack.Session):
         super().__init__()
         self.threads = []
         self.main = self.add(ProfileRecording(self, "MainThread"))
+        #: The instrumentation's measured costs (:func:`calibrate`), or None.
+        self.costs = None
 
 
 class Profiler(callstack.ToolContext):
@@ -111,8 +176,15 @@ class Profiler(callstack.ToolContext):
         stack = recording.stack
         caller = _getframe(1) if _HOOKED_DIRECTLY else program_frame(_getframe(1))
         top = stack[-1]
-        if top[1] is caller and top[2] != caller.f_lasti:
-            top = recording.settle(caller)
+        if top[1] is caller:
+            if top[2] != caller.f_lasti:
+                top = recording.settle(caller)
+        elif (top[0] is not caller
+              # Not the body of the call on top (reading f_code raises an
+              # audit event: only when it may be a generator's run).
+              and (caller.f_back is not top[1] or type(top[0]) is not _FunctionType)
+              and caller.f_code.co_flags & _SUSPENDS):
+            top = recording.resumed(caller)
         children = top[3].children
         key = f.__code__ if type(f) is _FunctionType else id(f)
         node = children.get(key)
@@ -223,6 +295,10 @@ class Profile:
         self.wall_time = wall_time
         self.root = session.main.root
         self.root.total = wall_time
+        self.costs = session.costs
+        if self.costs is not None:
+            for recording in (session.main, *session.threads):
+                self.costs.subtract(recording.root)
         self.root.calls = 1
         for recording in session.threads:
             node = Node(None)
@@ -239,14 +315,16 @@ class Profile:
         self._tabulate(self.root, {})
 
     def _row(self, callee):
+        name, file, line = _described(callee)
         if type(callee) is str:
             key = callee
+        elif file is not None:
+            key = (file, line, name)    # a function's and its generator's runs
         else:
-            key = callee.__code__ if type(callee) is _FunctionType else id(callee)
+            key = id(callee)
         row = self.rows.get(key)
         if row is None:
-            name = callee if type(callee) is str else callee_name(callee)
-            row = self.rows[key] = Row(name, *callee_site(callee))
+            row = self.rows[key] = Row(name, file, line)
         return key, row
 
     def _tabulate(self, node, active):
@@ -299,7 +377,16 @@ class Profile:
         rows = self.table(sort)
         calls = sum(row.calls for row in self.rows.values())     # shown or not
         out.write(f"         {calls} function calls in {self.wall_time:.3f} seconds\n\n")
-        out.write(f"   Ordered by: {_ORDER_NAMES[sort]}\n\n")
+        out.write(f"   Ordered by: {_ORDER_NAMES[sort]}\n")
+        if self.costs is not None:
+            costs = self.costs
+            out.write(f"   Hooks' own cost taken out (calibrated): "
+                      f"{(costs.function_inside + costs.function_outside) * 1e6:.2f} us per "
+                      f"call of a Python function, "
+                      f"{(costs.other_inside + costs.other_outside) * 1e6:.2f} us per other call"
+                      + (f", {costs.operation * 1e6:.2f} us per operation"
+                         if costs.operation else "") + "\n")
+        out.write("\n")
         out.write("   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n")
         for row in rows[:limit]:
             where = (f"{_shown_path(row.file)}:{row.line}({row.name})" if row.file
@@ -327,6 +414,7 @@ class Profile:
         return {
             "script": self.script_name,
             "wall_time": self.wall_time,
+            "calibration": None if self.costs is None else self.costs.as_dict(),
             "functions": [
                 {"name": row.name, "file": row.file, "line": row.line, "calls": row.calls,
                  "tottime": row.self_time, "cumtime": row.total, "ops": _op_dict(row.ops)}
@@ -340,11 +428,8 @@ class Profile:
         node = self.root if node is None else node
         if node is self.root:
             name, file, line = self.script_name, None, None
-        elif type(node.callee) is str:
-            name, file, line = node.callee, None, None
         else:
-            name = callee_name(node.callee)
-            file, line = callee_site(node.callee)
+            name, file, line = _described(node.callee)
         return {"name": name, "file": file, "line": line, "value": node.total,
                 "self": node.self_time(), "calls": node.calls, "ops": _op_dict(node.ops),
                 "children": _merged([self.tree(child) for child in node.children.values()])}
@@ -422,6 +507,17 @@ _ORDER_NAMES = {"calls": "call count", "tottime": "internal time",
                 "cumtime": "cumulative time", "name": "function name"}
 
 
+def _described(callee):
+    """``(name, file, first line)`` of a node's callee."""
+    if type(callee) is str:
+        return callee, None, None
+    if type(callee) is Resumed:
+        code = callee.code
+        return (_qualified(callee.module, code_qualname(code)), code.co_filename,
+                code.co_firstlineno)
+    return (callee_name(callee), *callee_site(callee))
+
+
 def _merged(trees):
     """Sibling trees of the same name, file and line as one (two code
     objects, or two callables, that a report cannot tell apart)."""
@@ -464,10 +560,157 @@ def _op_dict(ops):
     return {operation_name(op): count for op, count in _by_count(ops)}
 
 
-def make_context(operations):
-    """A fresh profiling context and its session."""
+def make_context(operations, calibrated=False):
+    """A fresh profiling context and its session (with the costs of its
+    instrumentation measured when ``calibrated``)."""
     session = ProfileSession()
     context_class = OperationProfiler if operations else Profiler
+    if calibrated:
+        session.costs = calibrate(context_class)
     return context_class(metadata=session.main), session
+
+
+# -- calibration: what the hooks themselves cost ------------------------------------
+
+class Costs:
+    """What the instrumentation adds to the times a profile measures, in
+    seconds: per hooked call of a Python function and of anything else,
+    the part inside the call's timed interval (charged to the callee) and
+    the part outside it (charged to the caller), and per counted
+    operation (charged to the function that made it)."""
+
+    __slots__ = ("function_inside", "function_outside", "other_inside", "other_outside",
+                 "operation")
+
+    def __init__(self, function_inside, function_outside, other_inside, other_outside,
+                 operation):
+        self.function_inside, self.function_outside = function_inside, function_outside
+        self.other_inside, self.other_outside = other_inside, other_outside
+        self.operation = operation
+
+    def as_dict(self):
+        return {name: getattr(self, name) for name in self.__slots__}
+
+    def inside(self, callee):
+        return self.function_inside if type(callee) is _FunctionType else self.other_inside
+
+    def outside(self, callee):
+        return self.function_outside if type(callee) is _FunctionType else self.other_outside
+
+    def subtract(self, node):
+        """Take the instrumentation's cost out of the times of ``node``'s
+        subtree: from each node's own time, the part inside each of its
+        calls, the part outside each call it made, and each operation it
+        counted — never below zero (the costs are estimates) — and its total
+        made its own time plus its children's again."""
+        self_time = node.self_time()
+        for child in node.children.values():
+            self.subtract(child)
+            self_time -= child.calls * self.outside(child.callee)
+        if node.callee is not None:
+            self_time -= node.calls * self.inside(node.callee)
+        self_time -= sum(node.ops.values()) * self.operation
+        node.total = max(self_time, 0.0) + sum(child.total for child in node.children.values())
+
+
+# The loops are compiled here, not defined: cassette runs its own code
+# plainly, and these must run as a program's code does — in a module of
+# their own (loaded while they are measured, see calibrate).
+_CALIBRATION = types.ModuleType("_cassette_profile_calibration")
+_WORKLOADS = vars(_CALIBRATION)
+exec(compile("""
+def _empty_loop(n):
+    for _ in range(n):
+        pass
+
+def _builtin_calls(n, isinstance=isinstance, int=int):
+    for _ in range(n):
+        isinstance(n, int)
+
+def _nothing():
+    pass
+
+def _function_calls(n, nothing=_nothing):
+    for _ in range(n):
+        nothing()
+
+class _Object:
+    def method(self, x):
+        return x
+
+def _method_calls(n, obj=_Object()):
+    for _ in range(n):
+        obj.method(n)
+
+def _bound_builtin_calls(n, get={}.get):
+    for _ in range(n):
+        get(n)
+
+def _operations(n):
+    x = 0
+    for _ in range(n):
+        x = x + 1
+""", "<cassette profile calibration>", "exec"), _WORKLOADS)
+
+
+def _plain_time(workload, n):
+    start = _perf_counter()
+    workload(n)
+    return _perf_counter() - start
+
+
+def _profiled(context_class, workload, n):
+    """``(elapsed, the root node)`` of ``workload(n)`` profiled."""
+    session = ProfileSession()
+    ctx = context_class(metadata=session.main)
+    start = _perf_counter()
+    cassette.overdub(ctx, workload, n)
+    return _perf_counter() - start, session.main.root
+
+
+def calibrate(context_class, n=600, rounds=15):
+    """The :class:`Costs` of ``context_class``'s hooks on this machine and
+    runtime, as ``profile.Profile.calibrate`` measures its own: loops of
+    known work run plainly and profiled, side by side, ``rounds`` times
+    after a first profiled run that warms them up; the cheapest round of
+    each counts (a machine's noise only ever adds time).  About 0.2 s."""
+    sys.modules[_CALIBRATION.__name__] = _CALIBRATION
+    try:
+        return _calibrated(context_class, n, rounds)
+    finally:
+        del sys.modules[_CALIBRATION.__name__]
+
+
+def _calibrated(context_class, n, rounds):
+    empty = min(_plain_time(_WORKLOADS["_empty_loop"], n) for _ in range(rounds))
+
+    def costs_of(workload):
+        """``(inside, outside)`` per call of ``workload``'s callee."""
+        _profiled(context_class, workload, n)
+        plain, (elapsed, root) = float("inf"), (float("inf"), None)
+        for _ in range(rounds):
+            plain = min(plain, _plain_time(workload, n))
+            elapsed, root = min((elapsed, root), _profiled(context_class, workload, n),
+                                key=lambda measured: measured[0])
+        callee = max(root.children.values(), key=lambda child: child.calls)  # not range
+        inside = max(callee.total / callee.calls - max(plain - empty, 0.0) / n, 0.0)
+        return inside, max((elapsed - plain) / n - inside, 0.0)
+
+    # Python functions: the mean of a plain call's and a method's.
+    function = [sum(pair) / 2 for pair in zip(costs_of(_WORKLOADS["_function_calls"]),
+                                              costs_of(_WORKLOADS["_method_calls"]))]
+    found = [*function, *costs_of(_WORKLOADS["_builtin_calls"])]
+    operation = 0.0
+    if context_class is OperationProfiler:
+        operations = _WORKLOADS["_operations"]
+        _profiled(context_class, operations, n)
+        plain, (elapsed, root) = float("inf"), (float("inf"), None)
+        for _ in range(rounds):
+            plain = min(plain, _plain_time(operations, n))
+            elapsed, root = min((elapsed, root), _profiled(context_class, operations, n),
+                                key=lambda measured: measured[0])
+        counted = sum(root.ops.values())
+        operation = max(elapsed - plain, 0.0) / counted if counted else 0.0
+    return Costs(*found, operation)
 
 
