@@ -642,10 +642,6 @@ def _method_calls(n, obj=_Object()):
     for _ in range(n):
         obj.method(n)
 
-def _bound_builtin_calls(n, get={}.get):
-    for _ in range(n):
-        get(n)
-
 def _operations(n):
     x = 0
     for _ in range(n):
@@ -681,17 +677,25 @@ def calibrate(context_class, n=600, rounds=15):
         del sys.modules[_CALIBRATION.__name__]
 
 
+def _cheapest(context_class, workload, n, rounds):
+    """``(plain, profiled, its root node)``: the cheapest of ``rounds``
+    plain and profiled runs of ``workload(n)``, after a profiled one that
+    warms it up."""
+    _profiled(context_class, workload, n)
+    plain, (elapsed, root) = float("inf"), (float("inf"), None)
+    for _ in range(rounds):
+        plain = min(plain, _plain_time(workload, n))
+        elapsed, root = min((elapsed, root), _profiled(context_class, workload, n),
+                            key=lambda measured: measured[0])
+    return plain, elapsed, root
+
+
 def _calibrated(context_class, n, rounds):
     empty = min(_plain_time(_WORKLOADS["_empty_loop"], n) for _ in range(rounds))
 
     def costs_of(workload):
         """``(inside, outside)`` per call of ``workload``'s callee."""
-        _profiled(context_class, workload, n)
-        plain, (elapsed, root) = float("inf"), (float("inf"), None)
-        for _ in range(rounds):
-            plain = min(plain, _plain_time(workload, n))
-            elapsed, root = min((elapsed, root), _profiled(context_class, workload, n),
-                                key=lambda measured: measured[0])
+        plain, elapsed, root = _cheapest(context_class, workload, n, rounds)
         callee = max(root.children.values(), key=lambda child: child.calls)  # not range
         inside = max(callee.total / callee.calls - max(plain - empty, 0.0) / n, 0.0)
         return inside, max((elapsed - plain) / n - inside, 0.0)
@@ -702,13 +706,7 @@ def _calibrated(context_class, n, rounds):
     found = [*function, *costs_of(_WORKLOADS["_builtin_calls"])]
     operation = 0.0
     if context_class is OperationProfiler:
-        operations = _WORKLOADS["_operations"]
-        _profiled(context_class, operations, n)
-        plain, (elapsed, root) = float("inf"), (float("inf"), None)
-        for _ in range(rounds):
-            plain = min(plain, _plain_time(operations, n))
-            elapsed, root = min((elapsed, root), _profiled(context_class, operations, n),
-                                key=lambda measured: measured[0])
+        plain, elapsed, root = _cheapest(context_class, _WORKLOADS["_operations"], n, rounds)
         counted = sum(root.ops.values())
         operation = max(elapsed - plain, 0.0) / counted if counted else 0.0
     return Costs(*found, operation)
