@@ -208,13 +208,7 @@ class Context(metaclass=ContextMeta):
     bindingscache: Any
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
-        self = object.__new__(cls)
-        self.metadata = None
-        self.pass_ = NoPass
-        self.tag = None
-        self.bindingscache = None
-        self._runtime = None
-        return self
+        return _with_fields(cls, None, NoPass, None, None)
 
     def __init__(self, *args: Never, metadata: Any = None, pass_: Pass = NoPass) -> None:
         if args:
@@ -294,15 +288,21 @@ class Context(metaclass=ContextMeta):
 
 
 def _restore_context(cls, metadata, pass_, tag, bindingscache):
-    """Rebuild a context from its fields (pickle / copy / similarcontext)."""
+    """Rebuild a context from its fields (pickle / copy)."""
     if not (isinstance(cls, type) and issubclass(cls, Context)):
         raise TypeError(f"cannot restore a context of non-context class {cls!r}")
-    self = Context.__new__(cls)
-    self.metadata = metadata
-    self.pass_ = pass_
-    self.tag = tag
-    self.bindingscache = bindingscache
-    return self
+    return _with_fields(cls, metadata, pass_, tag, bindingscache)
+
+
+def _with_fields(cls, metadata, pass_, tag, bindingscache):
+    """A new context of class ``cls`` with these fields (and no runtime)."""
+    new = _new_object(cls)
+    new.metadata = metadata
+    new.pass_ = pass_
+    new.tag = tag
+    new.bindingscache = bindingscache
+    new._runtime = None
+    return new
 
 
 
@@ -339,12 +339,7 @@ def _similar(ctx, metadata, pass_, tag, bindingscache):
     """:func:`similarcontext` of a context, its arguments checked (what
     ``enabletagging`` runs for every derivative a tool takes)."""
     cls = type(ctx)
-    new = _new_object(cls)
-    new.metadata = metadata
-    new.pass_ = pass_
-    new.tag = tag
-    new.bindingscache = bindingscache
-    new._runtime = None
+    new = _with_fields(cls, metadata, pass_, tag, bindingscache)
     if cls._cassette_extra_slots or getattr(ctx, "__dict__", None):
         extra = ctx._extra_state()
         if extra:

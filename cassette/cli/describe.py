@@ -87,6 +87,12 @@ def code_qualname(code):
     return code.co_qualname
 
 
+def code_name(module, code):
+    """How a report names the function of ``code`` defined in ``module``
+    (a name, or None)."""
+    return _qualified(module, code_qualname(code))
+
+
 def callee_name(f):
     """A readable name for a callee, read from C slots only.  A Python
     function is named from its code and the module it was defined in, never
@@ -94,7 +100,7 @@ def callee_name(f):
     wrapper, and every function of one code gets one name."""
     kind = type(f)
     if kind is _FunctionType:
-        return _qualified(function_module(f), code_qualname(f.__code__))
+        return code_name(function_module(f), f.__code__)
     operation = OPERATIONS.get(f) if kind is types.BuiltinFunctionType else None
     if operation is not None:
         return operation

@@ -53,8 +53,7 @@ import cassette
 
 from . import callstack
 from .callstack import program_frame
-from .describe import (OPERATIONS, _qualified, callee_name, callee_site, code_qualname,
-                       operation_name)
+from .describe import OPERATIONS, callee_name, callee_site, code_name, operation_name
 
 _getframe = sys._getframe
 _perf_counter = time.perf_counter
@@ -513,8 +512,7 @@ def _described(callee):
         return callee, None, None
     if type(callee) is Resumed:
         code = callee.code
-        return (_qualified(callee.module, code_qualname(code)), code.co_filename,
-                code.co_firstlineno)
+        return code_name(callee.module, code), code.co_filename, code.co_firstlineno
     return (callee_name(callee), *callee_site(callee))
 
 
