@@ -40,6 +40,8 @@ import _thread
 import cassette
 from cassette.entry import IMPLEMENTATION
 
+from . import children
+
 _getframe = sys._getframe
 _CASSETTE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -155,6 +157,10 @@ class Recording:
     def close(self, entry, raised, now=None):
         raise NotImplementedError
 
+    def release(self):
+        """See :meth:`Session.release`."""
+        del self.stack[1:]
+
 
 class Session:
     """What the recordings of one run share: the recording of each thread,
@@ -213,7 +219,30 @@ class Session:
         if recording is not None:
             recording.leave_frame(frame, type(exception))
 
-    def finish(self):
+    def flush(self):
+        """Write out what is buffered (before a fork: the child must not
+        write it again)."""
+
+    def mute(self):
+        """In a forked child, this copy of the parent's session: it writes
+        nothing from now on, and no longer watches exceptions."""
+        self.stop_watching()
+
+    def release(self):
+        """The report is written: let go of what the recordings hold of the
+        program (its functions, their globals, callable objects), which
+        would otherwise live on into the interpreter's finalization, when
+        the program's own objects — and the callbacks of their weak
+        references — find their modules' globals gone."""
+        with self.lock:
+            recordings = list(self.recordings.values())
+        for recording in recordings:
+            recording.release()
+
+    def finish(self, children=()):
+        """The program has ended: close every recording.  ``children``: the
+        reports of its child processes (children.py), for a session that
+        writes them itself."""
         self.stop_watching()
         with self.lock:
             recordings = list(self.recordings.values())
@@ -274,8 +303,13 @@ def _import_plainly(ctx, f, /, *args, **kwargs):
     (reference §3.2), with the module bodies they execute: a trace shows
     the import as one call, not the dozens of calls inside importlib, and
     an imported module's functions run overdubbed when the program calls
-    them.  (The script's own module body runs overdubbed: script.py.)"""
-    return f(*args, **kwargs)
+    them.  (The script's own module body runs overdubbed: script.py.)
+    Child processes are followed from the import of ``multiprocessing``
+    on (children.py)."""
+    try:
+        return f(*args, **kwargs)
+    finally:
+        children.note_imports()
 
 
 for _name in ("_find_and_load", "_handle_fromlist"):

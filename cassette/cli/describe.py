@@ -169,7 +169,10 @@ def operation_name(key):
     """How a report names an operation counted by ``key``, a tuple of the
     callee, the exact types of its positional arguments or, for
     ``getattr``/``setattr``/``delattr``, the object's type and the
-    attribute name: ``operator.mul(float, float)``, ``getattr(Body, 'x')``."""
+    attribute name: ``operator.mul(float, float)``, ``getattr(Body, 'x')``.
+    A name already (a child process's count, children.py) is itself."""
+    if type(key) is str:
+        return key
     f, *rest = key
     name = callee_name(f)
     if (f is getattr or f is setattr or f is delattr) and type(rest[-1]) is str:

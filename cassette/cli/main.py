@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from . import profile, trace
+from . import children, profile, trace
 from .script import Program, UsageError
 
 DESCRIPTION = ("Run a Python program overdubbed by cassette and report every call "
@@ -39,6 +39,10 @@ def _add_program_arguments(parser):
     parser.add_argument("-o", "--output", metavar="FILE",
                         help="write the report to FILE (default: standard error for trace, "
                              "standard output for profile)")
+    parser.add_argument("--children", action=argparse.BooleanOptionalAction, default=True,
+                        help="follow the child processes multiprocessing starts (fork, spawn, "
+                             "forkserver, process pools) and merge their reports; "
+                             "--no-children runs them plainly (default: on)")
     parser.add_argument("args", nargs=argparse.REMAINDER, metavar="script.py [args]",
                         help="the script and its arguments")
 
@@ -201,18 +205,28 @@ def main(argv=None):
         ctx, session = trace.make_context(out, options.format, filters, colour, options.ops)
     else:
         ctx, session = profile.make_context(options.ops, options.calibrate)
+    settings = children.Settings(options.command, options.format, options.ops,
+                                 getattr(options, "depth", None), options.include,
+                                 options.exclude, children.make_directory())
+    children.watch(settings, options.children, session)
     session.watch_exceptions()
     kept = None if owned or options.command != "profile" else _kept_descriptor(out)
     start = time.perf_counter()
     outcome = program.run(ctx)
+    if children.in_forked_child():
+        # A bare os.fork() of the program: the report is the parent's.
+        outcome.conclude()
+        return
+    reports = children.finish()
     wall_time = time.perf_counter() - start
-    session.finish()
+    session.finish(reports)
     if options.command == "profile":
         if out.closed and kept is not None:
             # The program closed the stream the report goes to (json.tool
             # closes sys.stdout): the report goes to the same file.
             out = open(kept, "w", encoding="utf-8", closefd=False)
-        report = profile.Profile(session, program.name, wall_time)
+        report = profile.Profile(session, program.name, wall_time,
+                                 [(pid, data) for pid, kind, data in reports if kind == "profile"])
         report.row_filters = (tuple(options.include), tuple(options.exclude))
         try:
             report.write(out, options.format, options.sort, options.limit)
@@ -223,4 +237,5 @@ def main(argv=None):
         out.close()
     if kept is not None:
         os.close(kept)
+    session.release()
     outcome.conclude()

@@ -113,6 +113,10 @@ class ProfileRecording(callstack.Recording):
         self.ops = self.root.ops        # the operation counts of the innermost open call
         super().__init__(session, thread_name, [None, None, -1, self.root, _perf_counter()])
 
+    def release(self):
+        super().release()
+        self.root.children.clear()      # (a thread's lane shares the dict)
+
     def for_thread(self, name):
         recording = ProfileRecording(self.session, name)
         self.session.threads.append(recording)
@@ -289,7 +293,9 @@ class Row:
 class Profile:
     """The finished profile of a run: the call tree and the per-function table."""
 
-    def __init__(self, session, script_name, wall_time):
+    def __init__(self, session, script_name, wall_time, children=()):
+        """``children``: ``(pid, report)`` of each child process followed
+        (children.py), each a lane of the tree beside the threads'."""
         self.script_name = script_name
         self.wall_time = wall_time
         self.root = session.main.root
@@ -307,6 +313,15 @@ class Profile:
             node.total = sum(child.total for child in node.children.values())
             self.root.children[("thread", recording.thread_name, id(recording))] = node
             node.callee = f"<thread {recording.thread_name}>"
+        for pid, report in children:
+            for thread_name, flat in report["recordings"]:
+                node = _unflattened(flat)
+                node.calls = 1
+                node.total = sum(child.total for child in node.children.values())
+                lane = (f"<process {pid}>" if thread_name == "MainThread"
+                        else f"<process {pid} thread {thread_name}>")
+                node.callee = lane
+                self.root.children[("process", pid, thread_name)] = node
         # The report walks the tree recursively, and json's encoder too: room
         # for a program that recursed as deep as its own limit allowed.
         sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * _depth(self.root) + 1000))
@@ -320,7 +335,7 @@ class Profile:
         elif file is not None:
             key = (file, line, name)    # a function's and its generator's runs
         else:
-            key = id(callee)
+            key = ("~", name)           # as cProfile keys a builtin: by its name
         row = self.rows.get(key)
         if row is None:
             row = self.rows[key] = Row(name, file, line)
@@ -506,14 +521,40 @@ _ORDER_NAMES = {"calls": "call count", "tottime": "internal time",
                 "cumtime": "cumulative time", "name": "function name"}
 
 
+class Described:
+    """The callee of a node of a child process's tree (children.py): how
+    the child described it."""
+
+    __slots__ = ("name", "file", "line")
+
+    def __init__(self, name, file, line):
+        self.name, self.file, self.line = name, file, line
+
+
 def _described(callee):
     """``(name, file, first line)`` of a node's callee."""
     if type(callee) is str:
         return callee, None, None
+    if type(callee) is Described:
+        return callee.name, callee.file, callee.line
     if type(callee) is Resumed:
         code = callee.code
         return code_name(callee.module, code), code.co_filename, code.co_firstlineno
     return (callee_name(callee), *callee_site(callee))
+
+
+def _unflattened(flat):
+    """The tree a child process flattened (``children._flattened``), under a
+    new root node."""
+    root = Node(None)
+    path = [root]
+    for index, (depth, (name, file, line), calls, total, ops) in enumerate(flat):
+        del path[depth + 1:]
+        node = Node(Described(name, file, line))
+        node.calls, node.total, node.ops = calls, total, ops
+        path[-1].children[index] = node
+        path.append(node)
+    return root
 
 
 def _merged(trees):

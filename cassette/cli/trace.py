@@ -32,6 +32,7 @@ and nothing of it is kept in memory.
 """
 
 import fnmatch
+import json
 import sys
 import threading
 import types
@@ -242,15 +243,63 @@ class TraceSession(callstack.Session):
         self._write_lock = lock
         return locked_write
 
-    def finish(self):
+    def flush(self):
+        with self._write_lock:
+            if not self.finished and not self.out.closed:
+                self.out.flush()
+
+    def mute(self):
+        super().mute()
+        self.finished = True            # (without the lock: a thread gone at the fork may hold it)
+
+    def finish(self, children=()):
         super().finish()
         with self._write_lock:
+            if self.main.pending is not None and self.format != "json":
+                self.main._write_pending()
+            for pid, kind, text in children:
+                if kind == "trace":
+                    self._write_child(pid, text)
             if self.format == "json":
                 self.write("\n]\n")
-            elif self.main.pending is not None:
-                self.main._write_pending()
             self.finished = True
             self.out.flush()
+
+    def release(self):
+        super().release()
+        self.filters.verdicts.clear()
+
+    def _write_child(self, pid, text):
+        """A child process's trace (children.py): its lines, each after
+        ``[process PID]``, or its JSON events with a ``"process"`` member."""
+        if self.format == "json":
+            try:
+                events = json.loads(text)
+            except ValueError:          # the child died before it had finished its trace
+                events = _whole_events(text)
+            for event in events:
+                if event.get("event") != "start":
+                    event["process"] = pid
+                    self.write(",\n" + json.dumps(event, ensure_ascii=False))
+            return
+        prefix = f"[process {pid}] "
+        for line in text.splitlines(keepends=True):
+            self.write(prefix + line)
+        if text and not text.endswith("\n"):
+            self.write("\n")
+
+
+def _whole_events(text):
+    """The events of a JSON trace cut short: its whole lines."""
+    events = []
+    for line in text.splitlines():
+        try:
+            event = json.loads(line.strip().lstrip("[").rstrip(","))
+        except ValueError:
+            continue
+        if type(event) is dict:
+            events.append(event)
+    return events
 
 
 class Tracer(callstack.ToolContext):
