@@ -265,3 +265,46 @@ def test_a_program_that_closes_standard_output_still_gets_its_report(tmp_path):
 def test_version(tmp_path):
     code, out, err = run(["-m", "cassette", "--version"], tmp_path)
     assert (code, err) == (0, "") and re.fullmatch(r"cassette \d+\.\d+\.\d+\S*\n", out)
+
+
+def test_the_tools_keep_nothing_of_the_program_alive(tmp_path):
+    """What the program drops dies as it does plainly: a callable object, a
+    closure and the list it holds, a builtin bound to a dict — none is kept
+    by the report's tree or the trace's verdicts — and objects still
+    alive at the end are not kept into the interpreter's finalization (a
+    process pool's weak-reference callback then finds its module's
+    globals gone: "Exception ignored in: … weakref_cb")."""
+    script = write(tmp_path, "drops.py", """
+        import concurrent.futures, gc, weakref
+
+        class Call:
+            def __call__(self):
+                return 2
+
+        def make():
+            big = [0] * 10
+            def f():
+                return len(big)
+            return f, weakref.ref(big) if False else None
+
+        def square(x):
+            return x * x
+
+        def run():
+            c = Call(); c()
+            instance = weakref.ref(c)
+            f, _ = make(); f()
+            closure = weakref.ref(f)
+            d = {}
+            get = d.get; get(1)
+            del c, f, get, d
+            gc.collect()
+            return instance() is None, closure() is None
+
+        if __name__ == "__main__":
+            print(run())
+            with concurrent.futures.ProcessPoolExecutor(1) as pool:
+                print(list(pool.map(square, [1, 2])))
+    """)
+    plain = assert_same_run(tmp_path, [str(script)])
+    assert plain[1].splitlines()[0] == "(True, True)"

@@ -93,6 +93,36 @@ def code_name(module, code):
     return _qualified(module, code_qualname(code))
 
 
+#: Builtins that live as long as the interpreter's module or type they
+#: belong to: a report may keep one and tell it by its identity.
+_LASTING_TYPES = (types.MethodDescriptorType, types.WrapperDescriptorType,
+                  types.ClassMethodDescriptorType, types.GetSetDescriptorType)
+_BuiltinFunctionType = types.BuiltinFunctionType
+_OWNERS_THAT_LAST = (types.ModuleType, type(None))
+
+
+def lasts(f):
+    """Whether callee ``f`` lives as long as the interpreter's module or
+    C type it belongs to (a module's builtin function, a C method): a
+    report may keep it and key it by ``id``.  A class, a callable object, a
+    builtin bound to an object — what the program makes and drops — it may
+    not: keeping one would keep the program's object alive, and an ``id``
+    is reused once its object dies."""
+    kind = type(f)
+    if kind in _LASTING_TYPES:
+        return not (type_flags(f.__objclass__) & HEAPTYPE_FLAG)
+    return kind is _BuiltinFunctionType and type(f.__self__) in _OWNERS_THAT_LAST
+
+
+def callee_key(f):
+    """How a report tells callee ``f`` apart without keeping it: a
+    function by its code, a callee that :func:`lasts` by its ``id``,
+    anything else by its kind and name."""
+    if type(f) is _FunctionType:
+        return f.__code__
+    return id(f) if lasts(f) else (type(f), callee_name(f))
+
+
 def callee_name(f):
     """A readable name for a callee, read from C slots only.  A Python
     function is named from its code and the module it was defined in, never

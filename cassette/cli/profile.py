@@ -53,7 +53,8 @@ import cassette
 
 from . import callstack
 from .callstack import program_frame
-from .describe import OPERATIONS, callee_name, callee_site, code_name, operation_name
+from .describe import (OPERATIONS, callee_key, callee_name, callee_site, code_name,
+                       operation_name)
 
 _getframe = sys._getframe
 _perf_counter = time.perf_counter
@@ -86,7 +87,7 @@ class Node:
         self.callee = callee
         self.calls = 0
         self.total = 0.0
-        self.children = {}          # code object (functions) or id(callee) -> Node
+        self.children = {}          # describe.callee_key(callee) -> Node
         self.ops = {}               # operation key -> count
 
     def self_time(self):
@@ -189,10 +190,9 @@ class Profiler(callstack.ToolContext):
               and caller.f_code.co_flags & _SUSPENDS):
             top = recording.resumed(caller)
         children = top[3].children
-        key = f.__code__ if type(f) is _FunctionType else id(f)
-        node = children.get(key)
+        node = children.get(f.__code__ if type(f) is _FunctionType else id(f))
         if node is None:
-            node = children[key] = Node(f)
+            node = _node_of(children, f)
         recording.ops = node.ops
         stack.append([f, caller, caller.f_lasti, node, _perf_counter()])
 
@@ -209,6 +209,18 @@ class Profiler(callstack.ToolContext):
         node.calls += 1
         node.total += now - entry[4]
         recording.ops = stack[-1][3].ops
+
+
+def _node_of(children, f):
+    """The child node for callee ``f`` not found by its code or ``id``
+    (the fast path): keyed as :func:`describe.callee_key` keys it, made if
+    new.  A node keeps its callee only when it :func:`describe.lasts`;
+    else a description of it — a profile keeps nothing of the program alive."""
+    key = callee_key(f)
+    node = children.get(key)
+    if node is None:
+        node = children[key] = Node(f if type(key) is int else Described.of(f))
+    return node
 
 
 class OperationProfiler(Profiler):
@@ -522,13 +534,19 @@ _ORDER_NAMES = {"calls": "call count", "tottime": "internal time",
 
 
 class Described:
-    """The callee of a node of a child process's tree (children.py): how
-    the child described it."""
+    """A node's callee as the report describes it, where the node does not
+    keep the callee itself (``_node_of``), or in a child process's tree
+    (children.py)."""
 
-    __slots__ = ("name", "file", "line")
+    __slots__ = ("name", "file", "line", "function")
 
-    def __init__(self, name, file, line):
+    def __init__(self, name, file, line, function=False):
         self.name, self.file, self.line = name, file, line
+        self.function = function        # (what the calibration charges it as)
+
+    @classmethod
+    def of(cls, callee):
+        return cls(callee_name(callee), *callee_site(callee), type(callee) is _FunctionType)
 
 
 def _described(callee):
@@ -541,6 +559,10 @@ def _described(callee):
         code = callee.code
         return code_name(callee.module, code), code.co_filename, code.co_firstlineno
     return (callee_name(callee), *callee_site(callee))
+
+
+def _is_function(callee):
+    return type(callee) is _FunctionType or (type(callee) is Described and callee.function)
 
 
 def _unflattened(flat):
@@ -631,10 +653,10 @@ class Costs:
         return {name: getattr(self, name) for name in self.__slots__}
 
     def inside(self, callee):
-        return self.function_inside if type(callee) is _FunctionType else self.other_inside
+        return self.function_inside if _is_function(callee) else self.other_inside
 
     def outside(self, callee):
-        return self.function_outside if type(callee) is _FunctionType else self.other_outside
+        return self.function_outside if _is_function(callee) else self.other_outside
 
     def subtract(self, node):
         """Take the instrumentation's cost out of the times of ``node``'s

@@ -42,7 +42,8 @@ import cassette
 
 from . import callstack
 from .callstack import CALLER, LASTI, program_frame
-from .describe import (BUILTIN_CALLABLE_TYPES, callee_name, callee_site, code_qualname,
+from .describe import (BUILTIN_CALLABLE_TYPES, callee_key, callee_name, callee_site,
+                       code_qualname,
                        function_module, module_of, short_repr, type_name)
 
 _getframe = sys._getframe
@@ -65,12 +66,16 @@ class Filters:
         self.depth = depth
         self.include = list(include)
         self.exclude = list(exclude)
-        # code object or id(callee) -> (callee, name, file, line, shown,
+        # describe.callee_key(callee) -> (callee if it lasts, name, file, line, shown,
         # excluded, name as JSON, file and line as JSON members)
         self.verdicts = {}
 
     def verdict(self, f):
-        key = f.__code__ if type(f) is _FunctionType else id(f)
+        """The verdict on ``f``, not found by its code or ``id`` (the fast
+        path): keyed as :func:`describe.callee_key` keys it, made if new.  It
+        keeps ``f`` only when ``f`` :func:`describe.lasts` (for its ``id`` to
+        stay its own); a trace keeps nothing of the program alive."""
+        key = callee_key(f)
         verdict = self.verdicts.get(key)
         if verdict is None:
             name = callee_name(f)
@@ -81,8 +86,8 @@ class Filters:
                 fnmatch.fnmatchcase(c, p) for p in self.include for c in candidates))
             where = (f'"file": {"null" if file is None else _json_string(file)}, '
                      f'"line": {"null" if line is None else line}')
-            verdict = self.verdicts[key] = (f, name, file, line, shown, excluded,
-                                             _json_string(name), where)
+            verdict = self.verdicts[key] = (f if type(key) is int else None, name, file, line,
+                                             shown, excluded, _json_string(name), where)
         return verdict
 
     @staticmethod
