@@ -395,3 +395,44 @@ def test_collections_starting_inside_the_core_corrupt_nothing(tmp_path):
     summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
     assert done.returncode == 0, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
     assert " passed" in summary and "failed" not in summary, summary
+
+
+_MODULE_SOURCE = """
+def function():
+    return 1
+
+class Class:
+    pass
+"""
+
+
+def module_globals_deleted():
+    """A module's function and class, called, then deleted from the module
+    (``del``, a reload, a notebook cell run again): plainly both die at the
+    next full collection."""
+    import types
+    module = types.ModuleType("_cassette_lifetimes_module")
+    sys.modules[module.__name__] = module
+    try:
+        exec(compile(_MODULE_SOURCE, "<lifetimes>", "exec"), module.__dict__)
+        module.function()
+        module.Class()
+        refs = weakref.ref(module.function), weakref.ref(module.Class)
+        del module.function, module.Class
+        gc.collect()
+        return tuple(ref() is None for ref in refs)
+    finally:
+        del sys.modules[module.__name__]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 35 item 3, open: a module's function or class is cached for good "
+    "(callables.lives_with_its_module), and nothing forgets it when the module "
+    "drops it"))
+@pytest.mark.parametrize("kind", ["nothing", "prehook"])
+def test_what_a_module_drops_is_gone_inside_the_run(kind):
+    expected = without_automatic_collections(module_globals_deleted)
+    assert expected == (True, True)
+    observed = without_automatic_collections(cassette.overdub, context_of(kind),
+                                             module_globals_deleted)
+    assert observed == expected
