@@ -2,8 +2,9 @@
 """The Cython core: the trampoline that rewritten code calls.
 
 This is the hot path of cassette — resolving call sites, running the hook
-protocol of one operation, operator and loop slots.  It implements the same
-classes as :mod:`cassette._pyruntime` with the same behaviour; every
+protocol of one operation, operator and loop slots.  It behaves as
+:mod:`cassette._pyruntime`, the runtime written in Python, behaves (with
+more classes: its caches and fast paths have classes of their own); every
 *decision* (what a call site should call, which handlers apply, how a class is
 instantiated) comes from :mod:`cassette.engine` and :mod:`cassette.dispatch`
 and is cached here.

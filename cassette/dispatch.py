@@ -295,10 +295,6 @@ class _Handler:
         self.serial = next(_serials)
         self.classbody = classbody
 
-    @property
-    def has_argtypes(self):
-        return bool(self.argtypes)
-
     def matches(self, ctx, args):
         fixed = self.fixed
         n = len(fixed)

@@ -869,5 +869,3 @@ def native_async_with_error(manager):
         coroutine.close()
     raise AssertionError("unreachable")  # pragma: no cover
 
-
-ENTER_NAMES = ("__enter__", "__exit__")

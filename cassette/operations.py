@@ -50,10 +50,6 @@ class Operation:
         return f"<operation {self.name}: {getattr(self.callee, '__name__', self.callee)}>"
 
 
-def _not_contains(container, item):
-    return item not in container
-
-
 _BINARY = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul,
     "truediv": operator.truediv, "floordiv": operator.floordiv,
@@ -153,7 +149,6 @@ ARRANGED_SITES = {
 
 BINARY_NAMES = tuple(_BINARY)
 INPLACE_NAMES = tuple(_INPLACE)
-UNARY_NAMES = tuple(_UNARY)
 COMPARE_NAMES = tuple(_COMPARE)
 
 # Callees of each row, for deciding at rewrite time whether a context's

@@ -98,7 +98,6 @@ _BuiltinFunctionType = types.BuiltinFunctionType
 _ModuleType = types.ModuleType
 _partial = functools.partial
 _MethodWrapperType = types.MethodWrapperType
-_WrapperDescriptorType = types.WrapperDescriptorType
 
 _route = None               # the core's routing primitive, once installed
 _install_holders = None

@@ -79,7 +79,7 @@ is checked:
   A NULL (``PUSH_NULL``, ``LOAD_GLOBAL``'s null flag, a method-form
   ``LOAD_ATTR``/``LOAD_SUPER_ATTR``/``LOAD_METHOD``, ``LOAD_FAST_AND_CLEAR``
   of an unbound local) is consumed only by a call's self-or-NULL slot
-  (3.11/3.12 below the callable, 3.13 above it), ``CALL_FUNCTION_EX``'s NULL
+  (3.11/3.12 below the callable, 3.13 on above it), ``CALL_FUNCTION_EX``'s NULL
   slot or ``STORE_FAST`` (which unbinds the local); ``SWAP`` moves it; every
   other use, ``COPY`` included, is rejected.  A None test (``POP_JUMP_IF_
   [NOT_]NONE``) on a copy of a value narrows the value itself on each

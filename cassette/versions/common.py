@@ -298,9 +298,6 @@ class Layer:
         callable pair is already in place."""
         return [Instr("CALL", nargs, location=location)]
 
-    def jump_forward(self, label, location):
-        return Instr("JUMP_FORWARD", label, location=location)
-
     def jump_forward_if_false(self, label, location):
         return Instr("POP_JUMP_IF_FALSE", label, location=location)
 
