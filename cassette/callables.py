@@ -24,9 +24,6 @@ from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 # Bound at import: a program may patch or delete anything of the standard
 # library; what cassette calls stays what it was (issue 35, item 2).
 _BuiltinFunctionType = types.BuiltinFunctionType
-_CO_ASYNC_GENERATOR = inspect.CO_ASYNC_GENERATOR
-_CO_COROUTINE = inspect.CO_COROUTINE
-_CO_GENERATOR = inspect.CO_GENERATOR
 _CO_VARARGS = inspect.CO_VARARGS
 _CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
 _ClassMethodDescriptorType = types.ClassMethodDescriptorType
@@ -40,6 +37,10 @@ _path_dirname = os.path.dirname
 _ref = weakref.ref
 _sep = os.sep
 _sizeof = ctypes.sizeof
+
+#: The code flags of functions whose frames can outlive a call (generators,
+#: coroutines, async generators): suspended, they run again later.
+SUSPENDING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 BuiltinMethodType = types.BuiltinMethodType
 #: The builtins of methods that know their defining class (``METH_METHOD``,
@@ -281,8 +282,7 @@ def does_nothing(handler, fixed):
         code.co_flags & _CO_VARARGS and code.co_flags & _CO_VARKEYWORDS
         and code.co_argcount <= fixed and not code.co_kwonlyargcount
         and not code.co_freevars and not code.co_cellvars
-        and not code.co_flags & (_CO_GENERATOR | _CO_COROUTINE
-                                 | _CO_ASYNC_GENERATOR)
+        and not code.co_flags & SUSPENDING
     )
     if not accepts_anything:
         return False

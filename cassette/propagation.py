@@ -193,7 +193,7 @@ def _sweep(cache):
             if not record.weak and _getrefcount(record.target) <= _ONLY_OURS]
     for key in dead:
         del entries[key]
-    cache.sweep_at = max(1024, 2 * len(entries))
+    cache.sweep_at = max(cache.FIRST_SWEEP, 2 * len(entries))
 
 
 def components(x, ctx, _open=None):

@@ -186,9 +186,13 @@ class BindingsCache:
 
     __slots__ = ("entries", "sweep_at", "additions")
 
+    #: How many entries a cache holds before its first sweep (and at least
+    #: before every later one: twice what the last sweep left).
+    FIRST_SWEEP = 1024
+
     def __init__(self):
         self.entries = {}
-        self.sweep_at = 1024
+        self.sweep_at = self.FIRST_SWEEP
         self.additions = 0
 
     def __len__(self):

@@ -101,9 +101,7 @@ cdef enum:
     RECENT_CALLEES = 1 << RECENT_CALLEES_BITS
     METHOD_SITE_CLASSES = 4
 
-#: The code flags of functions whose frames can outlive a call (generators,
-#: coroutines, async generators): suspended, they run again later.
-cdef int SUSPENDABLE = 0x20 | 0x80 | 0x200
+cdef int SUSPENDABLE = callables.SUSPENDING
 
 #: What ``Runtime._recipes`` holds for code whose functions ``engine.target``
 #: decides one by one (``engine.function_recipe`` said None).

@@ -50,6 +50,7 @@ import time
 import types
 
 import cassette
+from cassette.callables import SUSPENDING
 
 from . import callstack
 from .callstack import program_frame
@@ -65,8 +66,7 @@ _FunctionType = types.FunctionType
 # generator's run holds its frame as the callee and has a sixth field.
 NODE, START = 3, 4
 _RESUMED = "resumed"
-#: CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR: code run by resuming.
-_SUSPENDS = 0x20 | 0x80 | 0x200
+_SUSPENDS = SUSPENDING               # code run by resuming
 _HOOKED_DIRECTLY = program_frame is callstack.identity
 
 SORT_KEYS = {
