@@ -80,11 +80,7 @@ _get = object.__getattribute__
 
 # -- values ----------------------------------------------------------------------
 
-def _innermost(value):
-    """``value`` with every tag, of any context, taken off."""
-    while isinstance(type(value), TaggedMeta):
-        value = _get(value, _VALUE)
-    return value
+_innermost = tagging.innermost
 
 
 #: What :func:`_split` gives for the metadata of a value ``tag`` did not tag

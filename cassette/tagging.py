@@ -267,6 +267,14 @@ def _primal(value):
     return value
 
 
+def innermost(value):
+    """``value`` with every tag, of any context, taken off (the Cython
+    core's ``_innermost``)."""
+    while isinstance(type(value), TaggedMeta):
+        value = object.__getattribute__(value, _VALUE)
+    return value
+
+
 class Tagged(metaclass=TaggedMeta):
     """A value tagged w.r.t. one context; see the module docstring.  Made by
     :func:`tag` (and by the tagging layer while a tagged run propagates
@@ -512,10 +520,7 @@ def allowed_metadata(context_type, primal_type):
 def _converted_metadata(ctx, value, data):
     if data is NoMetaData:
         return data
-    primal_value = value
-    while type(primal_value) in _type_tags:
-        primal_value = object.__getattribute__(primal_value, _VALUE)
-    primal_type = type(primal_value)
+    primal_type = type(innermost(value))
     allowed = allowed_metadata(type(ctx), primal_type)
     if type(data) is allowed:
         return data
