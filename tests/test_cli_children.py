@@ -25,6 +25,10 @@ PROGRAM = """
         queue.put(fib(12))
 
     if __name__ == "__main__":
+        # Should a run hang (seen once, 3.11, forkserver), say where before
+        # the test's timeout does: the stacks go to stderr, which the test shows.
+        import faulthandler
+        faulthandler.dump_traceback_later(240, exit=True)
         context = multiprocessing.get_context(sys.argv[1])
         queue = context.Queue()
         child = context.Process(target=work, args=(queue,))
