@@ -49,7 +49,7 @@ from . import callables, dispatch, tagging
 from .context import checks_metadata_loss
 from .errors import MetadataLossError, MetadataLossWarning
 from ._singletons import NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_VALUE_SLOT
-from .tagging import Meta, TaggedMeta, allowed_metadata, make_tagged, tag_of
+from .tagging import Meta, allowed_metadata, make_tagged, tag_of
 # Propagation calls the program's primitives (which may call back into its
 # code): its frames keep the program's builtins (see cassette/_builtins.py).
 from ._builtins import (BaseException, Exception, KeyError, TypeError, any, bool, callable,

@@ -45,21 +45,23 @@ from cassette.entry import IMPLEMENTATION
 
 class Settings:
     """What makes a child's tool like the parent's: the command (``trace``
-    or ``profile``), its format and options, and the directory reports go to."""
+    or ``profile``), its format and options, and the directory reports go
+    to (made when the program can first start a child: :func:`note_imports`)."""
 
-    def __init__(self, command, format, operations, depth, include, exclude, directory):
+    def __init__(self, command, format, operations, depth, include, exclude):
         self.command, self.format, self.operations = command, format, operations
         self.depth, self.include, self.exclude = depth, list(include), list(exclude)
-        self.directory = directory
+        self.directory = None
 
-    def make_tool(self, out):
-        """A fresh context and session of the command, writing to ``out``
-        (a trace; a profile is written by :func:`_save`)."""
+    def make_tool(self, out, colour=False, calibrated=False):
+        """A fresh context and session of the command, a trace writing to
+        ``out`` (a profile is written when the run ends: the parent's by
+        the command line, a child's by :func:`_report`)."""
         from . import profile, trace        # (they import callstack, which imports this)
         if self.command == "trace":
             filters = trace.Filters(self.depth, self.include, self.exclude)
-            return trace.make_context(out, self.format, filters, False, self.operations)
-        return profile.make_context(self.operations)
+            return trace.make_context(out, self.format, filters, colour, self.operations)
+        return profile.make_context(self.operations, calibrated)
 
 
 class _Following:
@@ -70,9 +72,13 @@ class _Following:
     def __init__(self, settings, follow, session=None):
         self.settings = settings
         self.follow = follow
+        self.begin(session)
+
+    def begin(self, session):
+        """``session`` is the tool running in this process from now on
+        (a forked child's copy of the parent's flags is reset here)."""
         self.session = session
-        self.reported = False
-        self.writing = self.terminated = False
+        self.reported = self.writing = self.terminated = False
 
 
 _following = None
@@ -97,11 +103,6 @@ def watch(settings, follow, session):
     note_imports()
 
 
-def make_directory():
-    """A new directory for the children's reports."""
-    return tempfile.mkdtemp(prefix="cassette-children-")
-
-
 def note_imports():
     """Called after each import the program makes: once ``multiprocessing``
     is there, its children start through :func:`_bootstrap`."""
@@ -112,6 +113,8 @@ def note_imports():
     if _original_bootstrap is None:
         process = modules.get("multiprocessing.process")
         if process is not None:
+            if _following.follow and _following.settings.directory is None:
+                _following.settings.directory = tempfile.mkdtemp(prefix="cassette-children-")
             _original_bootstrap = process.BaseProcess._bootstrap
             process.BaseProcess._bootstrap = _bootstrap
     if _original_preparation_data is None and _following.follow:
@@ -141,8 +144,7 @@ def _bootstrap(self, *args, **kwargs):
     if settings.command == "trace":
         out = open(_report_path(settings, "trace"), "w", encoding="utf-8")
     ctx, session = settings.make_tool(out)
-    following.session = session
-    following.reported = False
+    following.begin(session)
     session.watch_exceptions()
     _report_when_terminated(following)
     try:
@@ -200,7 +202,6 @@ def _report_when_terminated(following):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
-    following.writing = following.terminated = False
     signal.signal(signal.SIGTERM, terminated)
 
 
@@ -231,10 +232,8 @@ def _follow_in_new_interpreter(settings):
 
 
 def _before_fork():
-    session = _following.session if _following is not None else None
-    flush = getattr(session, "flush", None)
-    if flush is not None:
-        flush()                         # nothing buffered for the child to write again
+    if _following is not None and _following.session is not None:
+        _following.session.flush()      # nothing buffered for the child to write again
 
 
 def _after_fork_in_child():
@@ -263,6 +262,8 @@ def finish():
                 except Exception:           # not ours to join (another thread's)
                     pass
     directory = _following.settings.directory
+    if directory is None:               # no child could start
+        return []
     reports = []
     try:
         names = os.listdir(directory)

@@ -16,7 +16,7 @@ import os
 import sys
 import time
 
-from . import children, profile, trace
+from . import children, profile
 from .script import Program, UsageError
 
 DESCRIPTION = ("Run a Python program overdubbed by cassette and report every call "
@@ -199,15 +199,14 @@ def main(argv=None):
         sys.stderr.write(f"python -m cassette: error: {error}\n")
         raise SystemExit(2) from None
 
-    if options.command == "trace":
-        colour = (not owned and out.isatty() and not os.environ.get("NO_COLOR"))
-        filters = trace.Filters(options.depth, options.include, options.exclude)
-        ctx, session = trace.make_context(out, options.format, filters, colour, options.ops)
-    else:
-        ctx, session = profile.make_context(options.ops, options.calibrate)
     settings = children.Settings(options.command, options.format, options.ops,
                                  getattr(options, "depth", None), options.include,
-                                 options.exclude, children.make_directory())
+                                 options.exclude)
+    if options.command == "trace":
+        colour = (not owned and out.isatty() and not os.environ.get("NO_COLOR"))
+        ctx, session = settings.make_tool(out, colour=colour)
+    else:
+        ctx, session = settings.make_tool(None, calibrated=options.calibrate)
     children.watch(settings, options.children, session)
     session.watch_exceptions()
     kept = None if owned or options.command != "profile" else _kept_descriptor(out)

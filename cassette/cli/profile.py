@@ -318,27 +318,29 @@ class Profile:
                 self.costs.subtract(recording.root)
         self.root.calls = 1
         for recording in session.threads:
-            node = Node(None)
-            node.children = recording.root.children
-            node.ops = recording.root.ops
-            node.calls = 1
-            node.total = sum(child.total for child in node.children.values())
-            self.root.children[("thread", recording.thread_name, id(recording))] = node
-            node.callee = f"<thread {recording.thread_name}>"
+            lane = Node(None)
+            lane.children = recording.root.children
+            lane.ops = recording.root.ops
+            self._add_lane(("thread", recording.thread_name, id(recording)), lane,
+                           f"<thread {recording.thread_name}>")
         for pid, report in children:
             for thread_name, flat in report["recordings"]:
-                node = _unflattened(flat)
-                node.calls = 1
-                node.total = sum(child.total for child in node.children.values())
-                lane = (f"<process {pid}>" if thread_name == "MainThread"
-                        else f"<process {pid} thread {thread_name}>")
-                node.callee = lane
-                self.root.children[("process", pid, thread_name)] = node
+                self._add_lane(("process", pid, thread_name), _unflattened(flat),
+                               f"<process {pid}>" if thread_name == "MainThread"
+                               else f"<process {pid} thread {thread_name}>")
         # The report walks the tree recursively, and json's encoder too: room
         # for a program that recursed as deep as its own limit allowed.
         sys.setrecursionlimit(max(sys.getrecursionlimit(), 4 * _depth(self.root) + 1000))
         self.rows = {}
         self._tabulate(self.root, {})
+
+    def _add_lane(self, key, lane, name):
+        """``lane`` (a thread's or a child process's tree) under the root,
+        called ``name``: one call, as long as its calls together."""
+        lane.callee = name
+        lane.calls = 1
+        lane.total = sum(child.total for child in lane.children.values())
+        self.root.children[key] = lane
 
     def _row(self, callee):
         name, file, line = _described(callee)
