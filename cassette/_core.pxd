@@ -18,6 +18,7 @@ cdef extern from "Python.h":
     PyObject *cassette_list_item "PyList_GET_ITEM"(PyObject *, Py_ssize_t)   # borrowed
     Py_ssize_t PyVectorcall_NARGS(size_t nargsf)
     object PyWeakref_NewRef(object, object)
+    bint PyWeakref_CheckRef(object)
     object PyMethod_New(object, object)
     PyObject *PyMethod_GET_FUNCTION(object)
     PyObject *PyMethod_GET_SELF(object)

@@ -106,6 +106,12 @@ class Runtime:
         self.generation = _generation()
         self.kinds = engine.intercepted_kinds(self._ctx_types, engine.chain_has_tagging(self))
         self.passes = engine.context_passes(self)
+        # Emptied, not only replaced: an entry held weakly is in a cycle
+        # with its weak reference's callback, and what it holds (bodies
+        # whose code refers to this runtime, which the garbage collector
+        # cannot see) would otherwise wait for a collection.
+        for held_weakly in ("_functions", "_closures", "_weak_bodies"):
+            getattr(self, held_weakly, {}).clear()
         self._resolved = {}
         self._functions = {}
         self._closures = {}
@@ -118,9 +124,12 @@ class Runtime:
         self._young = []
         self._old = []
         self._survivors = {}
-        # Bodies of functions: those living with their module, and (by id,
-        # held weakly) the others.
-        self._bodies = {}
+        # The entries (cache, key, class) kept for classes their module
+        # reaches, asked about again when a collection starts (the young
+        # ones, noted since the last collection, at every collection).
+        self._held_young = []
+        self._held_old = []
+        # Bodies of functions, by id, held weakly.
         self._weak_bodies = {}
         self._slots = {}
         self._droppers = {}
@@ -152,13 +161,48 @@ class Runtime:
         """Cache ``value`` under ``key``; ``callee``: what it was made for,
         noted for :meth:`forget_dynamic` when the program can drop it (a
         class: entries of a function the program can drop are never kept
-        in a dict, which would keep it alive)."""
+        in a dict, which would keep it alive), or when its module reaches
+        it and may drop it (:meth:`_note_held`)."""
         if self._retained:
             if len(cache) >= CACHE_MAX:
                 cache.clear()
             cache[key] = value
-            if callee is not None and not callables.lives_with_its_module(callee):
+            if callee is None:
+                return
+            if not callables.lives_with_its_module(callee):
                 self._note_forgettable(cache, key, callee)
+            elif callables.dies_by_collection(callee):
+                self._note_held(cache, key, callee)
+
+    def _note_held(self, cache, key, callee):
+        """Note the entry of ``cache`` under ``key``, kept for ``callee``,
+        which its module reaches: when a collection starts,
+        :meth:`forget_dynamic` asks again."""
+        if len(self._held_young) + len(self._held_old) >= 2 * CACHE_MAX:
+            # Drop the notes of entries a full cache dropped.
+            self._held_young = [n for n in self._held_young if n[1] in n[0]]
+            self._held_old = [n for n in self._held_old if n[1] in n[0]]
+        self._held_young.append((cache, key, callee))
+        if not self._holds_dynamic:
+            self._holds_dynamic = True
+            lifetimes.note_holder(self)
+
+    def _ask_about_held(self, everything):
+        """Forget the entries of the classes noted as held whose module no
+        longer reaches them (all of them, or only those noted since the
+        last collection); the others are old now."""
+        asked, self._held_young = self._held_young, []
+        if everything:
+            asked.extend(self._held_old)
+            self._held_old = []
+        for noted in asked:
+            cache, key, callee = noted
+            if key not in cache:
+                continue
+            if callables.lives_with_its_module(callee):
+                self._held_old.append(noted)
+            else:
+                cache.pop(key, None)
 
     def _note_forgettable(self, cache, key, callee):
         """Note the entry of ``cache`` under ``key``, kept for ``callee``
@@ -188,7 +232,9 @@ class Runtime:
         starting, which must find the program's objects as unreachable as
         in a plain run (``cassette.lifetimes``) — of the youngest generation
         only, unless ``everything``: then the entries of callees seen to
-        survive a collection go too.  Whether entries are left to forget."""
+        survive a collection go too.  Whether entries are left to forget
+        or to ask about."""
+        self._ask_about_held(everything)
         noted, self._young = self._young, []
         if everything:
             noted.extend(self._old)
@@ -215,7 +261,7 @@ class Runtime:
             if len(survivors) >= CACHE_MAX:
                 survivors.clear()
             survivors[id(callee)] = ref
-        self._holds_dynamic = bool(self._old)
+        self._holds_dynamic = bool(self._old or self._held_young or self._held_old)
         return self._holds_dynamic
 
     # -- slots --------------------------------------------------------------
@@ -251,9 +297,9 @@ class Runtime:
         if self.generation != _generation():
             self._reset()
         if type(f) is _FunctionType:
-            entry = self._functions.get(f)
-            if entry is not None and entry.matches(f):
-                return entry.target
+            entry = self._functions.get(id(f))
+            if entry is not None and entry.ref() is f and entry.matches(f):
+                return pin(entry.target, f)
             return self._resolve_function(f)
         if type(f) is _partial:
             return self._resolve_partial(f)
@@ -292,7 +338,7 @@ class Runtime:
         key = id(f)
         entry = self._closures.get(key)
         if entry is not None and entry.ref() is f and entry.matches(f):
-            return entry.target
+            return pin(entry.target, f)
         code = f.__code__
         known = self._recipes.get(id(code))
         recipe = known[1] if known is not None and known[0] is code else None
@@ -304,7 +350,8 @@ class Runtime:
             return target
         target = self._target(f)
         if f.__closure__ is None and callables.lives_with_its_module(f):
-            self._keep(self._functions, f, FunctionEntry(f, target))
+            self._keep_weakly(self._functions, key, f, target)
+            pin(target, f)
         elif (target is not f and type(target) is _FunctionType
                 and target.__closure__ is f.__closure__):  # the rewritten body
             self._keep_closure(key, f, target)
@@ -341,7 +388,8 @@ class Runtime:
         """Keep ``target`` for function ``f`` in ``closures`` under ``key``
         until ``f`` dies — or, unless ``callables.may_be_cached_weakly(f)``
         (the target cannot keep ``f`` alive itself), until a collection
-        starts."""
+        starts.  The entry holds ``f`` only weakly: a target that is ``f``
+        is kept as None, a hooked one is weakened (:func:`weaken`)."""
         if not self._retained:
             return
         if len(closures) >= CACHE_MAX:
@@ -352,7 +400,12 @@ class Runtime:
             if current is not None and current.ref is ref:
                 del closures[key]
 
-        closures[key] = FunctionEntry(f, target, _ref(f, forget))
+        ref = _ref(f, forget)
+        if target is f:
+            target = None
+        else:
+            weaken(target, f, ref)
+        closures[key] = FunctionEntry(f, target, ref)
         if not callables.may_be_cached_weakly(f):
             # The target may keep f alive: kept until a collection starts.
             self._note_forgettable(closures, key, f)
@@ -573,9 +626,10 @@ class Runtime:
     def _dropper(self, target, callee):
         """A cached :class:`DropSelf` of ``target``, the target of
         ``callee`` (only for stable callees, which :meth:`resolve` caches)."""
-        if type(callee) is _FunctionType and not callables.lives_with_its_module(callee):
-            # (A function the program can drop dies when it drops it: kept
-            # here, even until the next collection, it would live on.)
+        if type(callee) is _FunctionType:
+            # (A function dies when the program drops it, from its module
+            # too: kept here, even until the next collection, its target —
+            # its defaults — would live on.)
             return DropSelf(target)
         dropper = self._droppers.get(id(target))
         if dropper is None or dropper.target is not target:
@@ -587,20 +641,13 @@ class Runtime:
         return engine.target(self, f)
 
     def rewritten(self, function):
-        """``function``'s body rewritten for this runtime, cached: in
-        ``_bodies`` when it has no closure and lives with its module, else
-        weakly, as ``_closures`` keeps targets."""
-        entry = self._bodies.get(function)
-        if entry is not None and entry.matches(function):
-            return entry.target
+        """``function``'s body rewritten for this runtime, cached weakly, as
+        ``_closures`` keeps targets."""
         entry = self._weak_bodies.get(id(function))
         if entry is not None and entry.ref() is function and entry.matches(function):
             return entry.target
         body = engine.function_running(self.bind(engine.template_of(function, self)), function)
-        if function.__closure__ is None and callables.lives_with_its_module(function):
-            self._keep(self._bodies, function, FunctionEntry(function, body))
-        else:
-            self._keep_weakly(self._weak_bodies, id(function), function, body)
+        self._keep_weakly(self._weak_bodies, id(function), function, body)
         return body
 
     def bind(self, template, escapes=False):
@@ -731,16 +778,28 @@ def hooked(runtime, callee, plan, body):
     ``__call__``) so that the interpreter calls it without re-entering
     itself from C, which would cost recursion budget."""
     operate = runtime.operate
+    # The callee and None; weakened (see weaken): the pinned callee or
+    # _WEAKENED, and a weak reference to it.
+    held = [callee, None]
 
     @callables.acts_for_program
     def hooked_call(*args, **kwargs):
+        callee = held[0]
+        if held[1] is not None:
+            if callee is _WEAKENED:
+                callee = held[1]()
+                if callee is None:
+                    raise ReferenceError("cassette: a hooked function was called after it died")
+            else:
+                held[0] = _WEAKENED        # unpinned
         try:
             return operate(plan, callee, body, callee, args, kwargs)
         except BaseException as exception:
             _drop_library_entries(exception)
             raise
 
-    hooked_call.callee = callee
+    hooked_call._cassette_held = held
+    hooked_call._cassette_body = body
     engine.name_like(hooked_call, callee)
     if not callable(callee):
         # Calling it fails anyway; the interpreter's message names it by its
@@ -748,6 +807,39 @@ def hooked(runtime, callee, plan, body):
         # core's Hooked does.
         return _NamedByStr(hooked_call, callee)
     return hooked_call
+
+
+_WEAKENED = object()
+
+
+def weaken(target, callee, ref):
+    """Have ``target`` — a hooked target (:func:`hooked`) of function
+    ``callee`` — and the hooked targets it wraps hold ``callee`` by ``ref``,
+    a weak reference to it: the target is cached for ``callee``, which the
+    program can drop (the Cython core's ``Hooked.weaken``).  Between its
+    resolution and its call, the callee is held (:func:`pin`)."""
+    while type(target) is _FunctionType:
+        held = target.__dict__.get("_cassette_held")
+        if held is None:
+            return
+        if held[1] is None and held[0] is callee:
+            held[0], held[1] = _WEAKENED, ref
+        target = target._cassette_body
+
+
+def pin(target, callee):
+    """``target`` — cached for function ``callee``, which it holds weakly —
+    as its call site calls it: holding ``callee`` until the call.  A call
+    site replaces the callee with its target, and the function may be a
+    temporary (a generator expression's) that nothing else holds
+    meanwhile.  None stands for ``callee`` itself."""
+    if target is None:
+        return callee
+    if type(target) is _FunctionType:
+        held = target.__dict__.get("_cassette_held")
+        if held is not None and held[1] is not None:
+            held[0] = callee
+    return target
 
 
 class _NamedByStr:

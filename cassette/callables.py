@@ -185,6 +185,9 @@ def split_bound(f):
 
 
 _INSTANCE_DESCRIPTORS = (types.MethodDescriptorType, types.WrapperDescriptorType)
+# (id(class), name, bound to a class?) -> (weak reference to the class,
+# the descriptors a builtin of that name bound to it or to its instance may
+# be made from): weak, so that no class of the program is kept alive.
 _descriptor_cache = {}
 _DESCRIPTOR_CACHE_MAX = 4096
 
@@ -203,39 +206,36 @@ def _builtin_descriptor(f, owner):
     when a subclass shadows ``append``)."""
     name = f.__name__
     owner_is_type = is_class(owner)
-    key = (owner, name, True) if owner_is_type else (type(owner), name)
+    cls = owner if owner_is_type else type(owner)
+    key = (id(cls), name, owner_is_type)
     owner_mro = computed_mro(owner) if owner_is_type else ()
     if owner_mro is None:           # being computed: not a state to cache
         key, owner_mro = None, (owner,)
-    try:
-        candidates = None if key is None else _descriptor_cache.get(key)
-    except TypeError:           # an unhashable class: look it up each time
-        key, candidates = None, None
+    known = None if key is None else _descriptor_cache.get(key)
+    candidates = known[1] if known is not None and known[0]() is cls else None
     if candidates is None:
+        # (descriptor, bound to the instance): bound as
+        # ``descriptor.__get__(owner, type(owner))`` or, for a class
+        # method, ``descriptor.__get__(None, owner)``.
         candidates = []
         if owner_is_type:
             for klass in owner_mro:
                 found = class_dict(klass).get(name)
                 if type(found) is _ClassMethodDescriptorType:
-                    candidates.append((found, None, owner))
-            for klass in class_mro(type(owner)):
-                found = class_dict(klass).get(name)
-                if isinstance(found, _INSTANCE_DESCRIPTORS):
-                    candidates.append((found, owner, type(owner)))
-        else:
-            for klass in class_mro(type(owner)):
-                found = class_dict(klass).get(name)
-                if isinstance(found, _INSTANCE_DESCRIPTORS):
-                    candidates.append((found, True, None))
+                    candidates.append((found, False))
+        for klass in class_mro(type(owner)):
+            found = class_dict(klass).get(name)
+            if isinstance(found, _INSTANCE_DESCRIPTORS):
+                candidates.append((found, True))
         candidates = tuple(candidates)
         if key is not None:
             if len(_descriptor_cache) >= _DESCRIPTOR_CACHE_MAX:
                 _descriptor_cache.clear()
-            _descriptor_cache[key] = candidates
-    for descriptor, instance, klass in candidates:
-        if instance is True:            # bound to an instance of the class
-            instance, klass = owner, type(owner)
-        if descriptor.__get__(instance, klass) == f:
+            _descriptor_cache[key] = (_ref(cls), candidates)
+    for descriptor, on_instance in candidates:
+        bound = (descriptor.__get__(owner, type(owner)) if on_instance
+                 else descriptor.__get__(None, owner))
+        if bound == f:
             return descriptor
     return None
 
@@ -871,6 +871,19 @@ def lives_with_its_module(obj):
         if type(value) is FunctionType:
             return _reaches(_module_of_namespace(value.__globals__), qualname, obj)
     return False
+
+
+def dies_by_collection(obj):
+    """True when ``obj``, which :func:`lives_with_its_module`, may still
+    die once its module drops it, and then only by a collection: a class
+    of the program (in a reference cycle: its own ``__mro__``), or a
+    builtin bound to one.  Runtimes ask again about such entries when a
+    collection starts (``cassette.lifetimes``); a function needs no asking:
+    its entries hold it weakly."""
+    kind = type(obj)
+    if kind is BuiltinMethodType or kind is BuiltinCMethodType:
+        obj = obj.__self__
+    return is_class(obj) and bool(type_flags(obj) & HEAPTYPE_FLAG)
 
 
 def class_lives_with_its_module(cls):

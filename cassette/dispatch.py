@@ -93,7 +93,7 @@ import types
 from operator import attrgetter
 from typing import Any, Callable, TypeVar
 
-from . import callables
+from . import callables, lifetimes
 from ._singletons import ANY, OverdubInstead
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
@@ -126,6 +126,54 @@ _SELECT_CACHE_MAX = 1 << 10
 def generation():
     """The dispatch generation (an int; increases on every relevant change)."""
     return _generation
+
+
+class HeldSelections:
+    """The selections cached by argument types whose key holds classes of
+    the program that their modules reach (``cassette.lifetimes``): when a
+    collection starts, a selection one of whose classes its module dropped
+    is forgotten, and so are the copies the Cython core's operation sites
+    and protocols keep (``listeners`` are called)."""
+
+    def __init__(self):
+        self.young, self.old = [], []   # (cache, key, classes, generation)
+        self.listeners = []
+
+    def note(self, cache, key, classes):
+        if len(self.young) + len(self.old) >= 4 * _SELECT_CACHE_MAX:
+            self.young = [noted for noted in self.young if self._kept(noted)]
+            self.old = [noted for noted in self.old if self._kept(noted)]
+        self.young.append((cache, key, classes, _generation))
+        lifetimes.note_module_holder(self)
+
+    @staticmethod
+    def _kept(noted):
+        # (A selector of an older generation is no longer asked.)
+        return noted[3] == _generation and noted[1] in noted[0]
+
+    def forget_dynamic(self, everything):
+        """Ask again about the selections noted since the last collection
+        (``everything``: about all of them); held for good."""
+        asked, self.young = self.young, []
+        if everything:
+            asked.extend(self.old)
+            self.old = []
+        forgot = False
+        for noted in asked:
+            if not self._kept(noted):
+                continue
+            if all(callables.lives_with_its_module(cls) for cls in noted[2]):
+                self.old.append(noted)
+            else:
+                noted[0].pop(noted[1], None)
+                forgot = True
+        if forgot:
+            for listener in self.listeners:
+                listener()
+        return True
+
+
+held_selections = HeldSelections()
 
 
 _generation_listeners = []
@@ -430,14 +478,19 @@ class Selector:
                 if a.__class__ is not type(a) and not (TAGGED is not None
                                                        and issubclass(type(a), TAGGED)):
                     return found
+            droppable = ()
             for t in key:
                 # A class the program can drop is never a key: the cache
                 # would keep it alive (cassette.lifetimes).
                 if callables.is_class(t) and not callables.class_lives_with_its_module(t):
                     return found
+                if callables.is_class(t) and callables.dies_by_collection(t):
+                    droppable += (t,)
             if len(cache) >= _SELECT_CACHE_MAX:
                 cache.clear()
             cache[key] = found
+            if droppable:
+                held_selections.note(cache, key, droppable)
             return found
 
         if not uses_abc:

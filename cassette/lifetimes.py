@@ -6,13 +6,20 @@ its globals, its cells, its defaults, the class itself.  The rule: **no
 cache is ever what keeps a program's object alive**, at any moment of a
 run.  Each entry is one of three kinds:
 
-* held for good: the callee lives as long as a loaded module
-  (``callables.lives_with_its_module``), so whatever the entry reaches
-  the module reaches too;
+* held while its module reaches it: a class its module reaches by its
+  qualified name (``callables.lives_with_its_module``) lives as long as
+  the module does, so whatever the entry reaches the module reaches too —
+  until the program drops the class from the module (``del``, a reload, a
+  notebook cell run again).  A class is in a reference cycle (its own
+  ``__mro__``), so only a collection can free it: when one starts,
+  runtimes ask again whether the module still reaches it and forget the
+  entry if not;
 * held weakly: the entry dies with the callee (a weak reference's
   callback), and what it holds cannot reach the callee back
   (``callables.may_be_cached_weakly``), so the callee dies — by its
-  reference count or by a collection — exactly as in a plain run;
+  reference count or by a collection — exactly as in a plain run.  Every
+  function is held so, a module's too: the program may drop it from its
+  module, and it dies there and then;
 * forgotten before collections: the entry may keep the callee alive (a
   class's target holds the class; a closure's copy holds cells that may
   reach it).  Such a callee is in a reference cycle (a class is in its own
@@ -27,7 +34,9 @@ A collection of the youngest generation examines only the objects made
 since the previous collection; whatever survived one is older.  So at a
 young collection a runtime forgets only the entries it noted since the
 previous collection whose callee it has not seen survive one (a *young*
-entry); at a collection of the older generations it forgets them all.  A
+entry), and asks again about the classes it noted since then; at a
+collection of the older generations it forgets them all, and asks about
+every class.  A
 runtime re-makes what it dropped the next time the program calls it, and
 notes the callee as a survivor (weakly): its entry, made again, is then
 forgotten only by the older generations' collections — re-making every
@@ -51,13 +60,22 @@ from __future__ import annotations
 
 import gc
 import sysconfig
+import weakref
 
 # Bound at import: a program may patch or delete anything of the standard
 # library; what cassette calls stays what it was (issue 35, item 2).
 _callbacks = gc.callbacks
+_ref = weakref.ref
 
-# Runtimes (and other holders) holding entries to drop at collections.
+# Weak references to the runtimes holding entries to drop or to ask about
+# again at collections (weak: a runtime holding classes of loaded modules
+# is noted for as long as it lives, and a note must not keep it — and its
+# context — alive); the references dropped at a collection, freed later
+# (never while one starts: see the module's docstring); module-level
+# caches, asked before the runtimes (whose call sites copy what they hold).
 _holders = []
+_dropped = []
+_module_holders = []
 
 #: Every collection examines every object (the free-threaded build).
 EVERY_COLLECTION_IS_FULL = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
@@ -65,24 +83,58 @@ EVERY_COLLECTION_IS_FULL = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 def note_holder(holder) -> None:
     """Have ``holder.forget_dynamic(everything)`` called when the next
-    collection starts; ``everything``: the collection examines the older
-    generations too.  It returns whether the holder still holds entries to
-    forget (it stays noted then).  A holder notes itself once until it is
-    called back (a runtime keeps a flag; the core's propagator cache notes
-    itself when it stops being empty): each noting is one call back."""
-    if not _holders and _forget_before_collecting not in _callbacks:
-        _callbacks.append(_forget_before_collecting)
-    _holders.append(holder)
+    collection starts, while ``holder`` lives (it is held weakly);
+    ``everything``: the collection examines the older generations too.  It
+    returns whether the holder still holds entries to forget or to ask
+    about (it stays noted then).  A holder notes itself once until it is
+    called back (a runtime keeps a flag): each noting is one call back."""
+    _watch_collections()
+    del _dropped[:]
+    _holders.append(_ref(holder))
 
 
-def _forget_before_collecting(phase, info):
+def note_module_holder(holder) -> None:
+    """Have ``holder.forget_dynamic(everything)`` called when every
+    collection starts, before the runtimes are: for a cache of a module,
+    held for good (noted once)."""
+    _watch_collections()
+    if holder not in _module_holders:
+        _module_holders.append(holder)
+
+
+def _watch_collections():
+    if _callback[0] not in _callbacks:
+        _callbacks.append(_callback[0])
+
+
+def call_back_through(callback) -> None:
+    """Have the garbage collector call ``callback(phase, info)`` instead of
+    this module's hook, which it is to call: the Cython core's, which calls
+    it as cassette's own work (with frames lent: a collection may start
+    while the program is at its recursion limit, where a Python hook
+    could not even be entered)."""
+    if _callback[0] in _callbacks:
+        _callbacks[_callbacks.index(_callback[0])] = callback
+    _callback[0] = callback
+
+
+def forget_before_collecting(phase, info):
     """The ``gc.callbacks`` hook: at the start of every collection, every
     noted holder forgets (see the module's docstring)."""
-    if phase != "start" or not _holders:
+    if phase != "start":
         return
     everything = EVERY_COLLECTION_IS_FULL or info["generation"] >= 1
-    holders = _holders[:]
+    for holder in _module_holders:
+        holder.forget_dynamic(everything)
+    noted = _holders[:]
     del _holders[:]
-    for holder in holders:
-        if holder.forget_dynamic(everything):
-            _holders.append(holder)
+    for ref in noted:
+        holder = ref()
+        if holder is not None and holder.forget_dynamic(everything):
+            _holders.append(ref)
+        else:
+            _dropped.append(ref)
+
+
+# What gc.callbacks holds (see call_back_through).
+_callback = [forget_before_collecting]

@@ -15,8 +15,10 @@ argument types and tagging.
 """
 
 import gc
+import itertools
 import operator
 import sys
+import types
 import weakref
 
 import pytest
@@ -264,13 +266,105 @@ def object_a_called_closure_held_dies_when_dropped():
     return ident in Finalized.finalized
 
 
+MODULE_SOURCE = """
+def function(x=1):
+    return x + 1
+
+class Class:
+    def __init__(self, v):
+        self.v = v
+
+    def method(self):
+        return self.v
+
+    def __add__(self, other):
+        return self.v + other
+"""
+_modules_made = itertools.count()
+
+
+def module_function_and_class_dropped():
+    # A module drops what it defined (``del``, a reload, a notebook cell run
+    # again): its function dies there and then, its class at a collection
+    # (the class is in a cycle: its own __mro__), the young one too.
+    name = f"cassette_lifetimes_module_{next(_modules_made)}"
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    try:
+        exec(compile(MODULE_SOURCE, name, "exec"), module.__dict__)
+        made = module.Class(3)
+        total = (module.function() + module.function(2) + made.method() + (made + 1)
+                 + (made + 2))
+        function, cls = weakref.ref(module.function), weakref.ref(module.Class)
+        del made, module.function, module.Class
+        function_gone = function() is None
+        gc.collect(0)
+        after_young = cls() is None
+        gc.collect()
+        return total, function_gone, after_young, cls() is None
+    finally:
+        del sys.modules[name]
+
+
+TEMPORARIES_SOURCE = """
+def function(x):
+    return x + 1
+
+def drop():
+    del globals()["function"]
+    return 2
+
+total = sum(x for x in (1, 2, 3)) + sum(x for x in (4, 5))
+total += (lambda y: y * 2)(3)
+total += function(drop())
+"""
+
+
+def temporary_functions_of_a_module():
+    # A module's generator expressions and lambdas, which nothing holds but
+    # the call being made, and a function its module drops between its
+    # resolution and its call: each call runs, each function dies after.
+    name = f"cassette_lifetimes_module_{next(_modules_made)}"
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    try:
+        exec(compile(TEMPORARIES_SOURCE, name, "exec"), module.__dict__)
+        return module.total, "function" in vars(module)
+    finally:
+        del sys.modules[name]
+
+
+def local_subclass_of_a_builtin_whose_method_is_bound():
+    # A builtin bound to an instance of the class (``items.append``): what
+    # cassette learns of its descriptor must not keep the class.
+    gc.collect()
+
+    class Base(list):
+        pass
+
+    def make():
+        class Items(Base):
+            pass
+        items = Items()
+        append = items.append
+        append(1)
+        append(2)
+        return len(items)
+    total = make()
+    young = len(Base.__subclasses__())
+    gc.collect()
+    return total, young, len(Base.__subclasses__())
+
+
 PROGRAMS = [class_replaced_by_a_builder, class_replaced_after_a_builder_ran_twice,
             closure_over_a_class_in_a_list_the_class_holds, closure_with_a_default_reaching_it,
             function_made_by_exec_in_its_own_namespace, local_function_dropped,
             local_function_called_as_an_attribute, callable_instance_of_a_local_class,
             local_class_met_by_a_handler_chosen_by_types,
             object_a_comprehension_closed_over_dies_when_dropped,
-            object_a_called_closure_held_dies_when_dropped]
+            object_a_called_closure_held_dies_when_dropped,
+            module_function_and_class_dropped, temporary_functions_of_a_module,
+            local_subclass_of_a_builtin_whose_method_is_bound]
 if sys.version_info >= (3, 13):        # (__firstlineno__ is 3.13's)
     PROGRAMS.append(slots_dataclass_replacing_its_class)
 

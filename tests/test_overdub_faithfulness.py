@@ -437,6 +437,40 @@ def test_a_program_at_its_recursion_limit_behaves_as_plainly(context):
     assert dubbed == plain
 
 
+class _Made:
+    """A class a run calls: its runtime then asks about it at collections."""
+
+
+def _collect_at_the_limit():
+    _Made()
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(recursion_depth() + 1)
+    try:
+        gc.collect()        # (a C call: no frame needed)
+    finally:
+        sys.setrecursionlimit(limit)
+    return "collected"
+
+
+@pytest.mark.skipif(cassette.entry.IMPLEMENTATION != "cython",
+                    reason="the pure-Python runtime's own frames count against the "
+                           "recursion limit (docs/overdub.md, Recursion depth)")
+def test_a_collection_at_the_recursion_limit_raises_nothing():
+    # Cassette's hook at the start of a collection asks Python code about
+    # the classes a runtime holds: it must not fail where the program is
+    # at its recursion limit (it did, as an unraisable RecursionError).
+    unraisable = []
+    saved, sys.unraisablehook = sys.unraisablehook, unraisable.append
+    try:
+        plain = _collect_at_the_limit()
+        dubbed = [cassette.overdub(cassette.Context(), _collect_at_the_limit)
+                  for _ in range(3)]
+    finally:
+        sys.unraisablehook = saved
+    assert (plain, dubbed, [u.exc_value for u in unraisable]) == (
+        "collected", ["collected"] * 3, [])
+
+
 # -- threads ---------------------------------------------------------------------------
 
 def work(seed, n):

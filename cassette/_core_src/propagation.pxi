@@ -4,13 +4,22 @@
 # Part of cassette/_core.pyx (included there; see its map).
 
 cdef dict _propagators = {}     # callee -> (propagate or None, always)
-# The same for classes the program can drop (a local class), by address:
-# (weak reference to the class, answer).  Weak, so that nothing here keeps a
-# class alive and nothing needs freeing when a collection starts (on 3.11 a
-# class freed there, at whatever allocation started the collection,
-# corrupted the interpreter).  Other callees the program can drop are not
-# kept: they may die without a collection.
-cdef dict _dropped_propagators = {}
+# The same for the classes and functions of the program (which it can drop,
+# from their module too), by address: (weak reference to the callee,
+# answer).  Weak, so that nothing here keeps a callee alive and nothing
+# needs freeing when a collection starts (on 3.11 a class freed there, at
+# whatever allocation started the collection, corrupted the interpreter).
+# Other callees the program can drop are not kept: they may die without a
+# collection.
+cdef dict _weak_propagators = {}
+
+
+cdef inline bint _kept_weakly(callee) noexcept:
+    """Whether ``_propagator_of`` keeps ``callee``'s answer weakly: a class
+    or function of the program."""
+    return (type(callee) is FunctionType
+            or (PyType_Check(callee)
+                and PyType_HasFeature(<PyTypeObject *>callee, Py_TPFLAGS_HEAPTYPE)))
 
 
 cdef tuple _propagator_of(object callee):
@@ -19,21 +28,21 @@ cdef tuple _propagator_of(object callee):
         found = _propagators.get(callee)
     except TypeError:           # an unhashable callee
         return (None, False)
-    if found is None and PyType_Check(callee):
-        known = PyDict_GetItemWithError(_dropped_propagators, _address(callee))
+    if found is None and _kept_weakly(callee):
+        known = PyDict_GetItemWithError(_weak_propagators, _address(callee))
         if known is not NULL and cassette_weakref_target(
                 (<tuple>known)[0]) == <PyObject *>callee:
             return <tuple>(<tuple>known)[1]
     if found is None:
         propagate = _dispatch_module.tagging_propagator(callee)
         found = (propagate, bool(getattr(propagate, "always", False)))
-        if _lives_with_its_module(callee):
+        if _kept_weakly(callee):
+            if len(_weak_propagators) >= 4096:
+                _weak_propagators.clear()
+            _weak_propagators[_address(callee)] = (PyWeakref_NewRef(callee, None), found)
+        elif _lives_with_its_module(callee):
             if len(_propagators) < 4096:
                 _propagators[callee] = found
-        elif PyType_Check(callee):
-            if len(_dropped_propagators) >= 4096:
-                _dropped_propagators.clear()
-            _dropped_propagators[_address(callee)] = (PyWeakref_NewRef(callee, None), found)
     return <tuple>found
 
 

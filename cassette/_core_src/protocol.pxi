@@ -47,6 +47,8 @@ cdef class Choice:
     cdef object fixed, selector
     cdef dict by_types
     cdef tuple cache
+    cdef bint copies_classes     # noted in _class_copies (see sites.pxi)
+    cdef object __weakref__
 
     def __init__(self, selector):
         self.fixed = self.selector = self.by_types = None
@@ -100,6 +102,10 @@ cdef class Choice:
             return self.selector.select(ctx, args)
         if n <= 3:
             self.cache = _remembered(self.cache, ta, tb, tc, _MASKS[mask], <object>hit)
+            if not self.copies_classes and (_heap_class(ta) or _heap_class(tb)
+                                            or _heap_class(tc)):
+                self.copies_classes = True
+                _note_class_copy(self)
         return <object>hit
 
 

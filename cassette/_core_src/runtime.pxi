@@ -25,6 +25,18 @@ cdef object _OverdubInstead = OverdubInstead
 cdef object _dispatch_module = dispatch
 cdef object _is_stable = callables.is_stable
 cdef object _lives = callables.lives_with_its_module
+cdef object _note_holder = lifetimes.note_holder
+cdef object _forget_before_collecting = lifetimes.forget_before_collecting
+
+
+def _collection_starts(phase, info):
+    """The garbage collector's hook (``lifetimes.call_back_through``):
+    ``lifetimes.forget_before_collecting``, called as cassette's own work —
+    a collection may start while the program is at its recursion limit."""
+    return cassette_own_call(_forget_before_collecting, phase, info, 2)
+
+
+lifetimes.call_back_through(_collection_starts)
 cdef object _may_be_cached_weakly = callables.may_be_cached_weakly
 cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
@@ -208,6 +220,9 @@ cdef class FunctionEntry:
     rewritten copy carries them)."""
 
     cdef object ref, target
+    # The callback of ``ref`` that forgets this entry when its function
+    # dies (``Runtime._keep_weakly``), or None: told when the entry goes.
+    cdef Forget on_death
     cdef PyObject *code
     cdef PyObject *defaults
     cdef PyObject *kwdefaults
@@ -236,6 +251,10 @@ cdef class FunctionEntry:
         self.code = NULL
         self.target = None
         self.keep = None
+
+    def __dealloc__(self):
+        if self.on_death is not None:
+            self.on_death.entry = NULL
 
     cdef inline bint matches(self, f) noexcept:
         cdef PyFunctionObject *function = <PyFunctionObject *>f
@@ -410,7 +429,13 @@ cdef class MethodSite:
             if not _class_lives(<object>tp):
                 # The descriptor (a function of the class) may keep it alive.
                 self.runtime._note_forgettable((self, entry, <object>tp), <object>tp)
+            else:
+                self.runtime._note_held((self, entry, <object>tp), <object>tp)
         return method
+
+    cdef bint keeps(self, int entry, cls) noexcept:
+        """Whether entry ``entry`` keeps a descriptor of ``cls``."""
+        return self.classes[entry] == <PyTypeObject *>cls and self.versions[entry] != 0
 
     cdef void forget(self, int entry, cls) noexcept:
         """Forget what entry ``entry`` keeps, if it is still ``cls``'s."""
@@ -517,10 +542,14 @@ cdef bint _may_hold_library_entries(exception) except -1:
 @cython.final
 cdef class Recent:
     """A callee resolved lately and what it resolved to (``Runtime._recent``):
-    a callee ``_functions`` (with its entry) or ``_resolved`` holds."""
+    a callee ``_resolved`` holds, or a function ``_functions`` holds weakly:
+    then its address (not owned: its entry is forgotten when it dies, and
+    so matches no function again), ``callee`` None, and ``target`` None
+    when it is the function itself."""
 
     cdef object callee, target
     cdef FunctionEntry entry      # None: not a function
+    cdef PyObject *function
 
 
 cdef inline object _object_or_none(PyObject *pointer):
@@ -551,19 +580,31 @@ cdef class PartialRecipe:
 cdef class Forget:
     """Weak-reference callback removing a dead function's cache entry
     (called by vectorcall: one is made and called for each function a
-    program makes at run time and calls)."""
+    program makes at run time and calls): ``entries[slot]`` of a list, or
+    ``entries[key]`` of a dict — ``entry``, forgotten first, as ``_recent``
+    may hold it too."""
 
     cdef void *vectorcall      # see cassette_enable_vectorcall
-    cdef list entries
+    cdef object entries
     cdef Py_ssize_t slot
+    cdef object key
+    cdef PyObject *entry       # not owned: the entry tells when it goes (NULL)
 
     def __call__(self, ref):
         self.forget(ref)
 
     cdef forget(self, ref):
-        entry = self.entries[self.slot]
+        cdef PyObject *found
+        if self.entry is not NULL:
+            (<FunctionEntry>self.entry).forget()
+        if type(self.entries) is dict:
+            found = PyDict_GetItemWithError(self.entries, self.key)
+            if found is not NULL and (<FunctionEntry>found).ref is ref:
+                del (<dict>self.entries)[self.key]
+            return
+        entry = (<list>self.entries)[self.slot]
         if entry is not None and (<FunctionEntry>entry).ref is ref:
-            self.entries[self.slot] = None
+            (<list>self.entries)[self.slot] = None
 
 
 cdef Forget _forget_entry(list entries, Py_ssize_t slot):
@@ -575,9 +616,37 @@ cdef Forget _forget_entry(list entries, Py_ssize_t slot):
     return forget
 
 
+cdef Forget _forget_key(dict entries, key):
+    """The callback removing ``entries[key]`` when its function dies."""
+    cdef Forget forget = Forget.__new__(Forget)
+    forget.entries = entries
+    forget.key = key
+    forget.vectorcall = <void *>_forget_vectorcall
+    return forget
+
+
 # How many resolutions (Runtime._resolve_miss) are in progress, in any
 # runtime: forget_dynamic leaves the caches alone while one is.
 cdef Py_ssize_t _resolving = 0
+
+
+cdef inline object _weakly_held(f, target):
+    """What an entry holding function ``f`` weakly answers, ``target``:
+    None for ``f`` itself; a hooked target holds ``f`` until the call."""
+    if target is None:
+        return f
+    if type(target) is Hooked:
+        (<Hooked>target).pin(f)
+    return target
+
+
+cdef bint _still_kept(tuple noted) except -1:
+    """Whether the entry a note of ``Runtime._held_young`` names is still
+    kept (a cache emptied when full drops its entries, not their notes)."""
+    holder = noted[0]
+    if type(holder) is dict:
+        return noted[1] in <dict>holder
+    return (<MethodSite>holder).keeps(<int>noted[1], noted[2])
 
 
 cdef object _forget_vectorcall(object forget, PyObject **args, size_t nargsf,
@@ -599,6 +668,10 @@ cdef class Runtime:
     cdef readonly tuple passes
     cdef tuple _ctx_types
     cdef Py_ssize_t _generation
+    cdef object __weakref__        # (lifetimes notes a runtime weakly)
+    # Targets of the stable callees (``_resolved``, by resolution key), of
+    # functions and their rewritten bodies (``_functions``, ``_bodies``:
+    # FunctionEntry, by the function's address, held weakly).
     cdef dict _resolved, _functions, _bodies, _slots, _droppers
     cdef dict _instance_calls     # class -> (its __call__, that function's code, not cassette's)
     # What ``_functions`` and ``_resolved`` answered last, by a hash of the
@@ -615,7 +688,11 @@ cdef class Runtime:
     # collection) at every collection, the old ones at collections of the
     # older generations; the callees seen to survive one, weakly, by
     # address; whether the runtime is noted in ``lifetimes`` for that.
+    # The entries kept for classes their module reaches — (cache, key,
+    # class) or (MethodSite, index, class) — asked about again when a
+    # collection starts, the young ones at every collection.
     cdef list _young, _old
+    cdef list _held_young, _held_old
     cdef dict _survivors
     cdef bint _holds_dynamic
     # Bodies of functions the program can drop (FunctionEntry, held weakly),
@@ -700,12 +777,22 @@ cdef class Runtime:
         self._generation = _generation
         self.kinds = engine.intercepted_kinds(self._ctx_types, engine.chain_has_tagging(self))
         self.passes = engine.context_passes(self)
+        # Emptied, not only replaced: an entry held weakly is in a cycle
+        # with its weak reference's callback (``Forget``), and what it
+        # holds (bodies whose code refers to this runtime, which the
+        # garbage collector cannot see) would otherwise wait for a
+        # collection.
+        if self._functions is not None:
+            self._functions.clear()
+            self._bodies.clear()
         self._resolved = {}
         self._functions = {}
         self._transient = [None] * TRANSIENT_ENTRIES
         self._recent = [None] * RECENT_CALLEES
         self._young = []
         self._old = []
+        self._held_young = []
+        self._held_old = []
         self._survivors = {}
         self._weak_bodies = [None] * TRANSIENT_ENTRIES
         self._bodies = {}
@@ -797,11 +884,44 @@ cdef class Runtime:
 
     cdef void _note_dynamic(self, dict cache, key, callee) except *:
         """After ``_keep``: note the entry under ``key``, made for ``callee``,
-        for ``forget_dynamic`` when the program can drop ``callee`` (a class:
-        entries of a function the program can drop are never kept in a
-        dict, which would keep it alive)."""
-        if self._retained and not _lives_with_its_module(callee):
+        for ``forget_dynamic``: to forget when the program can drop
+        ``callee`` (a class: entries of a function the program can drop are
+        never kept in a dict, which would keep it alive), to ask about
+        again when its module reaches it (``_note_held``)."""
+        if not self._retained:
+            return
+        if not _lives_with_its_module(callee):
             self._note_forgettable((cache, key, callee), callee)
+        else:
+            self._note_held((cache, key, callee), callee)
+
+    cdef void _note_held(self, tuple noted, callee) except *:
+        """Note an entry kept for ``callee``, which its module reaches, if
+        the module can drop it (a class, or a builtin bound to one): when a
+        collection starts, ``forget_dynamic`` asks again."""
+        cdef PyObject *tp
+        if not PyType_Check(callee):
+            if type(callee) is not BuiltinFunctionType and type(callee) is not _BuiltinCMethodType:
+                return
+            tp = PyCFunction_GET_SELF(callee)
+            if tp is NULL or not PyType_Check(<object>tp):
+                return
+        else:
+            tp = <PyObject *>callee
+        if not PyType_HasFeature(<PyTypeObject *>tp, Py_TPFLAGS_HEAPTYPE):
+            return
+        if len(self._held_young) + len(self._held_old) >= 2 * CACHE_MAX:
+            self._prune_held()
+        self._held_young.append(noted)
+        if not self._holds_dynamic:
+            self._holds_dynamic = True
+            cassette_own_call(_note_holder, self, None, 1)
+
+    cdef void _prune_held(self) except *:
+        """Drop the notes of entries no longer kept (their cache was
+        emptied when full)."""
+        self._held_young = [noted for noted in self._held_young if _still_kept(noted)]
+        self._held_old = [noted for noted in self._held_old if _still_kept(noted)]
 
     cdef void _note_forgettable(self, tuple noted, callee) except *:
         """Note an entry kept for ``callee`` that may keep it alive, to be
@@ -821,7 +941,7 @@ cdef class Runtime:
             self._young.append(noted)
         if not self._holds_dynamic:
             self._holds_dynamic = True
-            lifetimes.note_holder(self)
+            cassette_own_call(_note_holder, self, None, 1)
 
     def forget_dynamic(self, bint everything):
         """Drop the entries kept for functions and classes the program can
@@ -834,7 +954,25 @@ cdef class Runtime:
         wait for the next collection)."""
         if _resolving:
             return True
+        self._ask_about_held(everything)
         return self._forget_now(everything)
+
+    cdef void _ask_about_held(self, bint everything) except *:
+        """Forget the entries of the classes noted as held whose module no
+        longer reaches them (all of them, or only those noted since the
+        last collection); the others are old now."""
+        cdef tuple noted
+        asked, self._held_young = self._held_young, []
+        if everything:
+            asked.extend(self._held_old)
+            self._held_old = []
+        for noted in asked:
+            if not _still_kept(noted):
+                continue
+            if _lives(noted[2]) is True:
+                self._held_old.append(noted)
+            else:
+                self._forget_entry(noted)
 
     cdef bint _forget_now(self, bint everything) except -1:
         """``forget_dynamic``, whatever is in progress."""
@@ -849,29 +987,42 @@ cdef class Runtime:
                 self._survivors = {key: ref for key, ref in self._survivors.items()
                                    if cassette_weakref_target(ref) != <PyObject *>None}
         for noted in noted_entries:
-            holder = noted[0]
-            if type(holder) is dict:
-                (<dict>holder).pop(noted[1], None)
-                callee = noted[2]
-                # The last answer for it, if ``_recent`` has it.
-                slot = cassette_address_slot(<void *>callee, RECENT_CALLEES_BITS)
-                found = cassette_list_item(<PyObject *>self._recent, slot)
-                if found != <PyObject *>None and (<Recent>found).callee is callee:
-                    self._recent[slot] = None
-            elif type(holder) is list:
-                # A function's entry, noted by its weak reference: the entry
-                # dies with the function, before any collection.
-                current = (<list>holder)[<Py_ssize_t>noted[1]]
-                if current is None or (<FunctionEntry>current).ref is not noted[2]:
-                    continue
-                (<FunctionEntry>current).forget()
-                callee = <object>cassette_weakref_target(noted[2])
-            else:
-                (<MethodSite>holder).forget(<int>noted[1], noted[2])
-                callee = noted[2]
-            self._note_survivor(callee)
-        self._holds_dynamic = len(self._old) != 0
+            if self._forget_entry(noted):
+                self._note_survivor(<object>cassette_weakref_target(noted[2])
+                                    if PyWeakref_CheckRef(noted[2]) else noted[2])
+        self._holds_dynamic = (len(self._old) != 0 or len(self._held_young) != 0
+                               or len(self._held_old) != 0)
         return self._holds_dynamic
+
+    cdef bint _forget_entry(self, tuple noted) except -1:
+        """Forget the entry ``noted`` names (see ``_young``); False when it
+        was no longer there.  A function's entry, noted by its weak
+        reference, is emptied, never freed (see ``FunctionEntry.forget``):
+        it dies with the function, before any collection."""
+        cdef PyObject *found
+        cdef Py_ssize_t slot
+        holder = noted[0]
+        if PyWeakref_CheckRef(noted[2]):
+            if type(holder) is dict:
+                found = PyDict_GetItemWithError(<dict>holder, noted[1])
+            else:
+                found = PyList_GET_ITEM(<list>holder, <Py_ssize_t>noted[1])
+            if found == NULL or found == <PyObject *>None or (
+                    (<FunctionEntry>found).ref is not noted[2]):
+                return False
+            (<FunctionEntry>found).forget()
+            return True
+        if type(holder) is dict:
+            (<dict>holder).pop(noted[1], None)
+            callee = noted[2]
+            # The last answer for it, if ``_recent`` has it.
+            slot = cassette_address_slot(<void *>callee, RECENT_CALLEES_BITS)
+            found = cassette_list_item(<PyObject *>self._recent, slot)
+            if found != <PyObject *>None and (<Recent>found).callee is callee:
+                self._recent[slot] = None
+        else:
+            (<MethodSite>holder).forget(<int>noted[1], noted[2])
+        return True
 
     cdef void _note_survivor(self, callee) except *:
         """Remember (weakly) that ``callee``, whose entry a collection about
@@ -893,7 +1044,10 @@ cdef class Runtime:
         cdef Recent recent
         if self._retained:
             recent = Recent.__new__(Recent)
-            recent.callee = callee
+            if entry is None:
+                recent.callee = callee
+            else:
+                recent.function = <PyObject *>callee
             recent.target = target
             recent.entry = entry
             self._recent[slot] = recent
@@ -952,10 +1106,13 @@ cdef class Runtime:
             # (Borrowed throughout: no reference counting on the hit path.)
             found = cassette_list_item(<PyObject *>self._recent,
                                        cassette_address_slot(<void *>f, RECENT_CALLEES_BITS))
-            if found != <PyObject *>None and (<Recent>found).callee is f:
+            if found != <PyObject *>None:
                 entry = <PyObject *>(<Recent>found).entry
-                if entry == <PyObject *>None or (<FunctionEntry>entry).matches(f):
-                    return (<Recent>found).target
+                if entry == <PyObject *>None:
+                    if (<Recent>found).callee is f:
+                        return (<Recent>found).target
+                elif (<Recent>found).function == <PyObject *>f and (<FunctionEntry>entry).matches(f):
+                    return _weakly_held(f, (<Recent>found).target)
         return self._resolve_miss(f)
 
     cdef object _resolve_miss(self, f):
@@ -1104,8 +1261,9 @@ cdef class Runtime:
         (``callables.may_be_cached_weakly``) is also dropped when a garbage
         collection starts.  A hooked target refers to the function itself
         and is not cached.  The rest is decided by ``engine.target`` and
-        cached as before (functions without a closure that live with their
-        module strongly, in ``_functions``; other ones weakly)."""
+        cached as before, weakly too (functions without a closure that live
+        with their module in ``_functions``, by address: ``_keep_weakly``;
+        other ones in ``_transient``)."""
         cdef FunctionEntry entry
         cdef FunctionRecipe recipe
         cdef PyObject *hit
@@ -1116,12 +1274,12 @@ cdef class Runtime:
             if cassette_weakref_target(entry.ref) is <PyObject *>f and entry.matches(f):
                 return entry.target
         if (<PyFunctionObject *>f).func_closure is NULL:
-            hit = PyDict_GetItemWithError(self._functions, f)
+            hit = PyDict_GetItemWithError(self._functions, _address(f))
             if hit is not NULL:
                 entry = <FunctionEntry>hit
-                if entry.matches(f):
+                if cassette_weakref_target(entry.ref) == <PyObject *>f and entry.matches(f):
                     self._remember(recent_slot, f, entry.target, entry)
-                    return entry.target
+                    return _weakly_held(f, entry.target)
         recipe = self._recipe_for(f)
         if recipe is not None:
             target = recipe.target_for(self, f)
@@ -1132,10 +1290,9 @@ cdef class Runtime:
             return target
         target = cassette_own_call(engine.target, self, f, 2)
         if (<PyFunctionObject *>f).func_closure is NULL and _lives_with_its_module(f):
-            entry = FunctionEntry()
-            entry.record(f)
-            entry.target = target
-            self._keep(self._functions, f, entry)
+            self._keep_weakly(self._functions, f, target)
+            if type(target) is Hooked:
+                (<Hooked>target).pin(f)
         elif (target is not f and type(target) is FunctionType
                 and target.__closure__ is f.__closure__):   # the rewritten body
             self._keep_transient(slot, f, target, _cacheable_weakly(f))
@@ -1207,6 +1364,29 @@ cdef class Runtime:
             return True
         self._seen_functions[slot] = PyWeakref_NewRef(f, None)
         return False
+
+    cdef void _keep_weakly(self, dict cache, f, target) except *:
+        """Keep ``target`` for function ``f``, which lives with its module,
+        in ``cache`` by its address until ``f`` dies (the module may drop it)
+        — or, unless ``callables.may_be_cached_weakly(f)`` (the target
+        cannot keep ``f`` alive itself), until a collection starts."""
+        cdef FunctionEntry entry
+        if not self._retained:
+            return
+        key = _address(f)
+        entry = FunctionEntry.__new__(FunctionEntry)
+        entry.on_death = _forget_key(cache, key)
+        entry.on_death.entry = <PyObject *>entry
+        entry.ref = PyWeakref_NewRef(f, entry.on_death)
+        entry.record(f)
+        if target is f:
+            target = None       # (the entry's None: the function itself)
+        elif type(target) is Hooked:
+            (<Hooked>target).weaken(f, entry.ref)
+        entry.target = target
+        self._keep(cache, key, entry)
+        if not _cacheable_weakly(f):
+            self._note_forgettable((cache, key, entry.ref), f)
 
     cdef _keep_transient(self, Py_ssize_t slot, f, target, bint weakly):
         """Keep ``target`` for ``f`` until ``f`` dies — or, unless
@@ -1437,9 +1617,10 @@ cdef class Runtime:
         if (type(callee) is MethodType
                 or (not PyType_Check(callee) and not _may_be_module_global(callee))
                 or not _is_stable(callee)
-                or (type(callee) is FunctionType and not _lives_with_its_module(callee))):
-            # (A function the program can drop dies when it drops it: kept
-            # here, even until the next collection, it would live on.)
+                or type(callee) is FunctionType):
+            # (A function dies when the program drops it, from its module
+            # too: kept here, even until the next collection, its target —
+            # its defaults — would live on.)
             return cassette_dropself_new(target)
         entry = (target, cassette_dropself_new(target))
         self._keep(self._droppers, key, entry)
@@ -1452,15 +1633,16 @@ cdef class Runtime:
         return self._rewritten(function)
 
     cdef object _rewritten(self, function):
-        """The body of ``function``, cached: in ``_bodies`` when it has no
-        closure and lives with its module, else weakly, as ``_transient``
-        keeps targets."""
+        """The body of ``function``, cached weakly: in ``_bodies`` when it
+        has no closure and lives with its module, else in ``_weak_bodies``,
+        as ``_transient`` keeps targets."""
         cdef FunctionEntry entry
         cdef Py_ssize_t slot = cassette_address_slot(<void *>function, TRANSIENT_BITS)
-        found = self._bodies.get(function)
+        found = self._bodies.get(_address(function))
         if found is not None:
             entry = <FunctionEntry>found
-            if entry.matches(function):
+            if (cassette_weakref_target(entry.ref) is <PyObject *>function
+                    and entry.matches(function)):
                 return entry.target
         found = self._weak_bodies[slot]
         if found is not None:
@@ -1471,11 +1653,7 @@ cdef class Runtime:
         template = cassette_own_call(engine.template_of, function, self, 2)
         body = self._bound_code(template).function_like(function)
         if function.__closure__ is None and _lives_with_its_module(function):
-            if self._retained:
-                entry = FunctionEntry()
-                entry.record(function)
-                entry.target = body
-                self._keep(self._bodies, function, entry)
+            self._keep_weakly(self._bodies, function, body)
         else:
             self._keep_body_weakly(slot, function, body, _cacheable_weakly(function))
         return body

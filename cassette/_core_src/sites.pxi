@@ -30,41 +30,120 @@ cdef inline Protocol _compiled(plan):
     return <Protocol>protocol
 
 
+cdef inline bint _heap_class(tp) noexcept:
+    return PyType_Check(tp) and PyType_HasFeature(<PyTypeObject *>tp, Py_TPFLAGS_HEAPTYPE)
+
+
+# Weak references to the operation sites and protocol choices whose copies
+# of selections (``handler_cache``, ``Choice.cache``) hold a class of the
+# program; and those let go at a collection, freed later (never while one
+# starts: see cassette.lifetimes).
+cdef list _class_copies = []
+cdef list _class_copies_dropped = []
+
+
+cdef void _note_class_copy(copier) except *:
+    del _class_copies_dropped[:]
+    _class_copies.append(PyWeakref_NewRef(copier, None))
+
+
+def _forget_class_copies():
+    """``dispatch.held_selections`` forgot selections of classes a module
+    dropped: the copies go too (a collection is starting)."""
+    global _class_copies
+    for ref in _class_copies:
+        copier = <object>cassette_weakref_target(ref)
+        if type(copier) is OperationSite:
+            (<OperationSite>copier).handler_cache = ()
+            (<OperationSite>copier).copies_classes = False
+        elif type(copier) is Choice:
+            (<Choice>copier).cache = ()
+            (<Choice>copier).copies_classes = False
+    _class_copies_dropped.extend(_class_copies)
+    _class_copies = []
+
+
+dispatch.held_selections.listeners.append(_forget_class_copies)
+
+
 @cython.final
 cdef class Hooked:
-    """A callee with handlers: calling it runs the protocol of reference §3.2."""
+    """A callee with handlers: calling it runs the protocol of reference §3.2.
+    Once the hooked target is cached for a function (``weaken``), the
+    function is held weakly — the cache must not keep it alive: the program
+    may drop it, from its module too — except between its resolution and
+    its call (``pin``): a call site replaces the callee with its target,
+    and the function may be a temporary (a generator expression's) that
+    nothing else holds meanwhile."""
 
     cdef void *vectorcall      # see cassette_enable_vectorcall
     cdef Runtime runtime
-    cdef readonly object callee
+    cdef object strong_callee      # weakened: the pinned callee, or None
+    cdef object callee_ref         # None, or (weakened) a weak reference to the callee
     cdef object body
     cdef Protocol protocol
 
     def __init__(self, Runtime runtime, callee, plan, body):
         self.runtime = runtime
-        self.callee = callee
+        self.strong_callee = callee
         self.body = body
         self.protocol = _compiled(plan)
         self.vectorcall = <void *>cassette_holding_vectorcall     # then _hooked_vectorcall
 
+    @property
+    def callee(self):
+        return self._peek()
+
+    cdef inline object _peek(self):
+        """The callee."""
+        cdef PyObject *found
+        if self.callee_ref is None or self.strong_callee is not None:
+            return self.strong_callee
+        found = cassette_weakref_target(self.callee_ref)
+        if found == <PyObject *>None:
+            raise ReferenceError("cassette: a hooked function was called after it died")
+        return <object>found
+
+    cdef inline object _callee(self):
+        """The callee, for a call: unpinned."""
+        callee = self._peek()
+        if self.callee_ref is not None:
+            self.strong_callee = None
+        return callee
+
+    cdef inline void pin(self, callee) noexcept:
+        """Hold ``callee`` (resolved to this target) until the call."""
+        if self.callee_ref is not None:
+            self.strong_callee = callee
+
+    cdef void weaken(self, callee, ref) noexcept:
+        """Hold ``callee`` by ``ref``, a weak reference to it, in this
+        target and in the targets it wraps."""
+        layer = self
+        while type(layer) is Hooked:
+            if (<Hooked>layer).callee_ref is None and (<Hooked>layer).strong_callee is callee:
+                (<Hooked>layer).strong_callee = None
+                (<Hooked>layer).callee_ref = ref
+            layer = (<Hooked>layer).body
+
     def __call__(self, *args, **kwargs):
-        return self.protocol.run(self.runtime, self.callee, self.body,
-                                 self.callee, args, kwargs)
+        callee = self._callee()
+        return self.protocol.run(self.runtime, callee, self.body, callee, args, kwargs)
 
     # The callee's names: the interpreter's messages that name a callable
     # (``f() argument after * must be an iterable``) name the callee.
     @property
     def __qualname__(self):
-        return self.callee.__qualname__
+        return self._peek().__qualname__
 
     @property
     def __module__(self):
-        return self.callee.__module__
+        return self._peek().__module__
 
     def __str__(self):
         # Used by those messages when the callee has no __qualname__
         # (``None argument after * must be an iterable``).
-        return str(self.callee)
+        return str(self._peek())
 
 
 cdef object _hooked_vectorcall(object hooked, PyObject **args, size_t nargsf,
@@ -72,11 +151,12 @@ cdef object _hooked_vectorcall(object hooked, PyObject **args, size_t nargsf,
     cdef Hooked self = <Hooked>hooked
     cdef Py_ssize_t nargs = PyVectorcall_NARGS(nargsf)
     cdef Runtime runtime = self.runtime
+    callee = self._callee()
     if (self.protocol.watching and kwnames is NULL and nargs <= 9
             and runtime.parent is None and not runtime._tagging):
-        return self.protocol.run_vector(runtime, self.callee, self.body, self.callee, NULL,
+        return self.protocol.run_vector(runtime, callee, self.body, callee, NULL,
                                         args, nargs)
-    return self.protocol.run(self.runtime, self.callee, self.body, self.callee,
+    return self.protocol.run(self.runtime, callee, self.body, callee,
                              _positional(args, nargs), _keywords(args, nargs, kwnames))
 
 
@@ -452,6 +532,8 @@ cdef class OperationSite:
     # What ``execute_by_types`` answered for the operand types this site
     # has seen, most recent first: see ``_handler_for``.
     cdef tuple handler_cache
+    cdef bint copies_classes     # noted in _class_copies
+    cdef object __weakref__
     # The C function ``implementation`` calls, for an operator of two
     # operands (NULL for others).
     cdef cassette_binary direct
@@ -526,6 +608,10 @@ cdef class OperationSite:
         if found is not NULL:
             self.handler_cache = _remembered(self.handler_cache, ta, tb, tc, mask_,
                                              <object>found)
+            if not self.copies_classes and (_heap_class(ta) or _heap_class(tb)
+                                            or _heap_class(tc)):
+                self.copies_classes = True
+                _note_class_copy(self)
         return found
 
     cdef inline bint unhooked(self, object ta, object tb, object tc, long mask):
