@@ -162,6 +162,7 @@ cdef extern from "_core_src/tagging.h":
     void cassette_api_note_tagged(object ctx_type, object tag, object primal, PyObject *allowed,
                                   object made)
     void cassette_api_forget_tag(PyObject *tag)
+    void cassette_api_forget_seen_last()
     void *cassette_api_untag
     void *cassette_api_metadata
     void *cassette_api_istagged

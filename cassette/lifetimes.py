@@ -88,7 +88,7 @@ def note_holder(holder) -> None:
     returns whether the holder still holds entries to forget or to ask
     about (it stays noted then).  A holder notes itself once until it is
     called back (a runtime keeps a flag): each noting is one call back."""
-    _watch_collections()
+    watch_collections()
     del _dropped[:]
     _holders.append(_ref(holder))
 
@@ -97,12 +97,14 @@ def note_module_holder(holder) -> None:
     """Have ``holder.forget_dynamic(everything)`` called when every
     collection starts, before the runtimes are: for a cache of a module,
     held for good (noted once)."""
-    _watch_collections()
+    watch_collections()
     if holder not in _module_holders:
         _module_holders.append(holder)
 
 
-def _watch_collections():
+def watch_collections() -> None:
+    """Have the hook called when collections start even while no holder is
+    noted (the Cython core's caches of what it saw last forget then)."""
     if _callback[0] not in _callbacks:
         _callbacks.append(_callback[0])
 

@@ -57,7 +57,7 @@ from ._singletons import (NoMetaData, NoMetaMeta, TAGGED_DATA_SLOT, TAGGED_TAG_S
                           TAGGED_VALUE_SLOT)
 from .context import Context, _similar
 from .errors import TaggingError
-from . import callables as _callables, dispatch as _dispatch
+from . import callables as _callables, dispatch as _dispatch, lifetimes as _lifetimes
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
 # Bound at import: a program may patch or delete anything of the standard
@@ -99,30 +99,73 @@ _tag_numbers = itertools.count(1)
 
 class Tag:
     """The identity of one :func:`enabletagging` call.  It makes (and
-    caches) the types of the values tagged with it."""
+    caches) the types of the values tagged with it.
 
-    __slots__ = ("context_type", "number", "_types", "__weakref__")
+    A tagged type holds its primal type, so what a tag keeps of the types
+    it made follows ``cassette.lifetimes``: for a builtin type, held for
+    good (``_types``); for a class its module reaches, held while it does
+    (``_types`` too, asked about again at collections); for any other
+    class, held weakly (``_weak_types``: the tagged type lives while a value
+    of it does, and the class dies as it would plainly)."""
+
+    __slots__ = ("context_type", "number", "_types", "_weak_types", "_held_young",
+                 "_held_old", "_noted", "__weakref__")
 
     def __init__(self, context_type):
         self.context_type = context_type
         self.number = next(_tag_numbers)
-        self._types = {}
+        self._types = {}            # primal type -> tagged type (read by the core)
+        self._weak_types = {}       # id(primal type) -> weak reference to the tagged type
+        self._held_young = []       # classes held since the last collection
+        self._held_old = []
+        self._noted = False
 
     def tagged_type(self, primal_type):
         """The type of values of ``primal_type`` tagged with this tag."""
         made = self._types.get(primal_type)
-        if made is None:
-            spares = _spare_types.get(primal_type)
-            if spares:
-                made = spares.pop()
-                made.__name__ = made.__qualname__ = f"{made.__bases__[0].__name__}@{self.number}"
-            else:
-                generic = Tagged[primal_type]
-                made = type(generic)(f"{generic.__name__}@{self.number}", (generic,),
-                                     {"__slots__": (), "__module__": __name__})
+        if made is not None:
+            return made
+        held = self._weak_types.get(id(primal_type))
+        made = held() if held is not None else None
+        if made is not None:
+            return made
+        spares = _spare_types.get(primal_type)
+        if spares:
+            made = spares.pop()
+            made.__name__ = made.__qualname__ = f"{made.__bases__[0].__name__}@{self.number}"
+        else:
+            generic = Tagged[primal_type]
+            made = type(generic)(f"{generic.__name__}@{self.number}", (generic,),
+                                 {"__slots__": (), "__module__": __name__})
+        _made_by[id(made)] = (_ref(made, _forgetting(_made_by, id(made))), _ref(self))
+        if not primal_type.__flags__ & _HEAPTYPE:
             self._types[primal_type] = made
-            _type_tags[made] = _ref(self)
+        elif _callables.lives_with_its_module(primal_type):
+            self._types[primal_type] = made
+            self._held_young.append(primal_type)
+            if not self._noted:
+                self._noted = True
+                _lifetimes.note_holder(self)
+        else:
+            key = id(primal_type)
+            self._weak_types[key] = _ref(made, _forgetting(self._weak_types, key))
         return made
+
+    def forget_dynamic(self, everything):
+        """``cassette.lifetimes``: at the start of a collection, let go of
+        the classes held since the last one (``everything``: of all) that
+        their modules no longer reach; whether any is still held."""
+        asked, self._held_young = self._held_young, []
+        if everything:
+            asked.extend(self._held_old)
+            self._held_old = []
+        for primal_type in asked:
+            if _callables.lives_with_its_module(primal_type):
+                self._held_old.append(primal_type)
+            else:
+                self._types.pop(primal_type, None)
+        self._noted = bool(self._held_old)
+        return self._noted
 
     def __del__(self):
         # The tag's types go spare (no value of them is left: each holds
@@ -131,7 +174,7 @@ class Tag:
         try:
             _tag_died(self)
             if self._types:
-                _forget_types(self._types)
+                _keep_spares(self._types)
         except Exception:               # interpreter shutdown: nothing to reuse
             pass
 
@@ -149,8 +192,20 @@ class Tag:
                         "enabletagging call, which no other process shares")
 
 
-#: Each tagged type made by a live tag -> a weak reference to the tag.
-_type_tags = {}
+#: id(tagged type) -> (a weak reference to it, a weak reference to the tag
+#: that made it), for every tagged type alive: by address, so as to keep
+#: no tagged type (and its primal type) alive.
+_made_by = {}
+
+
+def _forgetting(table, key):
+    """The callback of a weak reference that ``table[key]`` holds (or
+    whose entry ``table[key]`` begins with): the entry goes with it."""
+    def forget(reference):
+        entry = table.get(key)
+        if entry is reference or (type(entry) is tuple and entry[0] is reference):
+            del table[key]
+    return forget
 
 
 #: Builtin primal type -> tagged types whose tag died, for the next tags to
@@ -167,9 +222,8 @@ def _tag_died(tag_):
     that borrow it)."""
 
 
-def _forget_types(types_of_tag):
+def _keep_spares(types_of_tag):
     for primal_type, made in types_of_tag.items():
-        _type_tags.pop(made, None)
         if not primal_type.__flags__ & _HEAPTYPE:
             spares = _spare_types.setdefault(primal_type, [])
             if len(spares) < _SPARES_KEPT:
@@ -204,9 +258,11 @@ class BindingsCache:
 
 # -- the Tagged types ------------------------------------------------------------
 
-# primal type -> Tagged[primal type], alive while anything uses it (a tagged
-# type of a live tag, a dispatch registration …).
-_generic_types = weakref.WeakValueDictionary()
+# id(primal type) -> a weak reference to Tagged[primal type], alive while
+# anything uses it (a tagged type, a dispatch registration …).  By address:
+# a key would keep the primal type alive past the collection that frees
+# its tagged types.
+_generic_types = {}
 
 
 class TaggedMeta(type):
@@ -218,13 +274,15 @@ class TaggedMeta(type):
             raise TypeError(f"{cls.__name__} is already specialised")
         if not isinstance(primal_type, type):
             raise TypeError(f"Tagged[T] needs a type, got {primal_type!r}")
-        made = _generic_types.get(primal_type)
+        known = _generic_types.get(id(primal_type))
+        made = known() if known is not None else None
         if made is None:
             namespace = _method_shims(primal_type)
             namespace.update({"__slots__": (), "__module__": __name__,
                               "primal_type": primal_type})
             made = TaggedMeta(f"Tagged[{primal_type.__qualname__}]", (Tagged,), namespace)
-            _generic_types[primal_type] = made
+            key = id(primal_type)
+            _generic_types[key] = _ref(made, _forgetting(_generic_types, key))
         return made
 
 
@@ -432,7 +490,7 @@ _get = object.__getattribute__
 
 def tag_of(value):
     """The tag of ``value`` if it is tagged (by any context), else None."""
-    if type(value) in _type_tags:
+    if type(type(value)) is TaggedMeta:
         return object.__getattribute__(value, _TAG)
     return None
 
@@ -512,8 +570,18 @@ def allowed_metadata(context_type, primal_type):
     except TypeError:           # an unhashable metaclass: no caching
         return context_type.metadatatype(primal_type)
     allowed = context_type.metadatatype(primal_type)
+    # As the dispatch caches do (cassette.lifetimes): a class the program
+    # can drop is never a key, one its module reaches is asked about again.
+    droppable = ()
+    for cls in (context_type, primal_type, allowed):
+        if isinstance(cls, type) and cls.__flags__ & _HEAPTYPE:
+            if not _callables.class_lives_with_its_module(cls):
+                return allowed
+            droppable += (cls,)
     if len(_allowed_cache) < 4096:
         _allowed_cache[key] = allowed
+        if droppable:
+            _dispatch.held_selections.note(_allowed_cache, key, droppable)
     return allowed
 
 
@@ -551,7 +619,7 @@ def _converted_metadata(ctx, value, data):
 def tag(value: Any, ctx: Context, metadata: Any = NoMetaData) -> Any:
     """``value`` tagged w.r.t. ``ctx``, carrying ``metadata``."""
     tag_ = _require_tagging(ctx, "tag")
-    if type(value) in _type_tags and _get(value, _TAG) is tag_:
+    if type(type(value)) is TaggedMeta and _get(value, _TAG) is tag_:
         raise TaggingError(f"tag: the value is already tagged w.r.t. this "
                            f"{type(ctx).__qualname__} context")
     return make_tagged(tag_, value, _converted_metadata(ctx, value, metadata))
@@ -563,7 +631,7 @@ def tag(value: Any, ctx: Context, metadata: Any = NoMetaData) -> Any:
 def istagged(x: Any, ctx: Context) -> bool:
     """Whether ``x`` is tagged w.r.t. ``ctx``."""
     tag_ = _context_tag(ctx, "istagged")
-    return tag_ is not None and type(x) in _type_tags and _get(x, _TAG) is tag_
+    return tag_ is not None and type(type(x)) is TaggedMeta and _get(x, _TAG) is tag_
 
 
 def untag(x: Any, ctx: Context) -> Any:
@@ -571,7 +639,7 @@ def untag(x: Any, ctx: Context) -> Any:
     if isinstance(ctx, Context):
         tag_ = ctx.tag
         if type(tag_) is Tag:
-            if type(x) in _type_tags and _get(x, _TAG) is tag_:
+            if type(type(x)) is TaggedMeta and _get(x, _TAG) is tag_:
                 return _get(x, _VALUE)
             return x
     tag_ = _require_tagging(ctx, "untag")
@@ -585,7 +653,7 @@ def metadata(x: Any, ctx: Context) -> Any:
     if isinstance(ctx, Context):
         tag_ = ctx.tag
         if type(tag_) is Tag:
-            if type(x) in _type_tags and _get(x, _TAG) is tag_:
+            if type(type(x)) is TaggedMeta and _get(x, _TAG) is tag_:
                 return _get(x, _DATA)
             return NoMetaData
     tag_ = _require_tagging(ctx, "metadata")
@@ -631,8 +699,8 @@ def hasmetameta(x: Any, ctx: Context) -> bool:
 def _type_tag_matches(T, ctx_or_type, who):
     if not isinstance(T, type):
         raise TypeError(f"{who}: expected a type, got {T!r}")
-    reference = _type_tags.get(T)
-    made_by = reference() if reference is not None else None
+    made = _made_by.get(id(T))
+    made_by = made[1]() if made is not None and made[0]() is T else None
     if made_by is None:
         return False
     if isinstance(ctx_or_type, Context):

@@ -414,6 +414,70 @@ def test_what_the_program_drops_is_gone_inside_the_run(program, kind):
     assert observed == [expected] * 3
 
 
+class Weighing(cassette.Context):
+    """A tagging context whose values of every type carry a float."""
+
+    @classmethod
+    def metadatatype(cls, primal_type):
+        return float
+
+
+POINT_SOURCE = """
+class Point:
+    def __init__(self, v):
+        self.v = v
+
+    def get(self):
+        return self.v
+"""
+
+
+def tag_classes_and_drop_them(ctx, with_metadata):
+    # Values of a module's class and of a local class tagged (by the core's
+    # fast path too: the same primal type again and again), then both
+    # classes dropped: a collection frees them though the tag lives on.
+    name = f"cassette_lifetimes_module_{next(_modules_made)}"
+    module = types.ModuleType(name)
+    sys.modules[name] = module
+    exec(compile(POINT_SOURCE, name, "exec"), module.__dict__)
+
+    class Local:
+        def __init__(self, v):
+            self.v = v
+    total = 0.0
+    for i in range(3):
+        for value in (module.Point(float(i)), Local(float(i))):
+            tagged = (cassette.tag(value, ctx, 0.5) if with_metadata
+                      else cassette.tag(value, ctx))
+            total += cassette.untag(tagged, ctx).v + tagged.v
+            if with_metadata:
+                total += cassette.metadata(tagged, ctx)
+    classes = weakref.ref(module.Point), weakref.ref(Local)
+    del module.Point, sys.modules[name], value, tagged, Local
+    gc.collect()
+    return total, [cls() is None for cls in classes]
+
+
+@pytest.mark.parametrize("with_metadata", [False, True], ids=["untyped", "metadata"])
+@pytest.mark.parametrize("where", ["plain", "overdub"])
+def test_classes_whose_values_were_tagged_die_when_dropped(where, with_metadata):
+    # Each of the six values counts its v twice (untagged, and through the
+    # tagged value), and its metadata once.
+    expected = (sum(2 * 2.0 * i for i in range(3)) + (6 * 0.5 if with_metadata else 0),
+                [True, True])
+    observed = []
+    for _ in range(3):
+        ctx = cassette.enabletagging(Weighing(), tag_classes_and_drop_them)
+        if where == "plain":
+            observed.append(without_automatic_collections(
+                tag_classes_and_drop_them, ctx, with_metadata))
+        else:
+            observed.append(without_automatic_collections(
+                cassette.overdub, ctx, tag_classes_and_drop_them, ctx, with_metadata))
+        assert cassette.hastagging(ctx)     # (the tag is alive throughout)
+    assert observed == [expected] * 3
+
+
 def test_the_issues_reproducer():
     # Issue 35, item 3, as filed: 1 subclass left plainly and overdubbed.
     def t():

@@ -272,11 +272,26 @@ cdef object _list_element(Runtime runtime, object propagate, tuple args):
     return _UNDECIDED if out is _UNRECORDED else out
 
 
-# The tagged type found last, for a tag and a primal type (a tag's types
-# stay its own while it lives).  The tag is borrowed, so that the last tag
-# used can die: its death forgets it (``forget_tag``).
+# The tagged type found last, for a tag and a primal type.  The tag is
+# borrowed, so that the last tag used can die: its death forgets it
+# (``forget_tag``); the types, which may be classes of the program, are
+# forgotten when a collection starts (``_forget_tagging_seen_last``).
 cdef PyObject *_last_tag = NULL
 cdef object _last_tagged_primal = None, _last_tagged_type = None
+
+
+cdef void _forget_tagging_seen_last():
+    """At the start of a collection, every cache of the tagging layer that
+    remembers the types seen last lets them go: no cache may keep a class
+    the program dropped alive (``cassette.lifetimes``).  Each is a class,
+    kept alive by its own ``__mro__`` until the collection: none is freed
+    here."""
+    global _last_tag, _last_tagged_primal, _last_tagged_type
+    global _last_context_type, _last_primal_type, _last_allowed
+    _last_tag = NULL
+    _last_tagged_primal = _last_tagged_type = None
+    _last_context_type = _last_primal_type = _last_allowed = None
+    cassette_api_forget_seen_last()
 
 
 def forget_tag(tag_):

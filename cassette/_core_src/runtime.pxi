@@ -32,7 +32,10 @@ cdef object _forget_before_collecting = lifetimes.forget_before_collecting
 def _collection_starts(phase, info):
     """The garbage collector's hook (``lifetimes.call_back_through``):
     ``lifetimes.forget_before_collecting``, called as cassette's own work —
-    a collection may start while the program is at its recursion limit."""
+    a collection may start while the program is at its recursion limit —
+    after the tagging layer's caches of the types seen last let them go."""
+    if phase == "start":
+        _forget_tagging_seen_last()
     return cassette_own_call(_forget_before_collecting, phase, info, 2)
 
 

@@ -279,6 +279,16 @@ static void cassette_api_note_tagged(PyObject *ctx_type, PyObject *tag, PyObject
     cassette_api_last_generation = cassette_dispatch_generation;
 }
 
+/* What tag() found last lets its types go (at the start of a collection:
+   they may be classes the program dropped; see cassette.lifetimes). */
+static void cassette_api_forget_seen_last(void) {
+    cassette_api_last_tag = NULL;
+    Py_CLEAR(cassette_api_last_ctx_type);
+    Py_CLEAR(cassette_api_last_primal);
+    Py_CLEAR(cassette_api_last_allowed);
+    Py_CLEAR(cassette_api_last_made);
+}
+
 static inline void cassette_api_forget_tag(PyObject *tag) {
     if (cassette_api_last_tag == tag) cassette_api_last_tag = NULL;
 }

@@ -141,6 +141,7 @@ def install_tagging_api(python_api, context, tag_type, tagged_base, allowed, no_
     _OFF_CONTEXT_TAG = cassette_slot_offset(_tg_context_tag_slot)
     if _OFF_VALUE >= 0:
         cassette_api_learn(<PyTypeObject *>tag_type, _tagged_meta, _OFF_CONTEXT_TAG, no_data)
+    lifetimes.watch_collections()       # (for _forget_tagging_seen_last)
 
 
 cdef inline bint _tag_in_slot(object ctx):
