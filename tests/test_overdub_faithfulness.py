@@ -3,6 +3,9 @@ programs that look at their own frame or rely on objects being freed."""
 
 import contextlib
 import gc
+import json
+import os
+import subprocess
 import sys
 import threading
 import traceback
@@ -435,6 +438,75 @@ def test_a_program_at_its_recursion_limit_behaves_as_plainly(context):
                   for headroom in range(1, 12)]
     assert plain[-1] == [1] * 5 and any(None in outcome for outcome in plain)
     assert dubbed == plain
+
+
+COLD_NEAR_THE_LIMIT = """
+import contextlib, json, sys
+import cassette
+
+def recursion_depth():
+    limit = sys.getrecursionlimit()
+    depth = 1
+    while True:
+        try:
+            sys.setrecursionlimit(depth)
+        except RecursionError:
+            depth += 1
+        else:
+            break
+    sys.setrecursionlimit(limit)
+    return depth
+
+def chain(levels):
+    return 1 if levels == 0 else chain(levels - 1)
+
+@contextlib.contextmanager
+def managed():
+    yield chain(1)
+
+def enter(headroom):
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(recursion_depth() + headroom)
+    try:
+        with managed() as one:
+            return one
+    except RecursionError:
+        return None
+    finally:
+        sys.setrecursionlimit(limit)
+
+class Passing(cassette.Context):
+    def prehook(self, f, *args, **kwargs):
+        pass
+
+plain = [enter(h) for h in range(1, 12)]
+dubbed = [cassette.overdub(Passing(), enter, h) for h in range(1, 12)]
+print(json.dumps([plain, dubbed]))
+"""
+
+
+@pytest.mark.skipif(cassette.entry.IMPLEMENTATION != "cython",
+                    reason="the pure-Python runtime's own frames count against the "
+                           "recursion limit (docs/overdub.md, Recursion depth)")
+def test_cold_caches_near_the_recursion_limit_cost_the_program_no_level(tmp_path):
+    """In a fresh interpreter, with an empty rewrite cache, each call under
+    a new context: every decision cassette makes about a callee (whether it
+    may be cached, a contextlib class of another metaclass than ``type``
+    among them) is made for the first time, at the program's recursion
+    limit — as its own work, with frames lent.  The program meets
+    RecursionError at the headroom it meets it plainly, or later (a first
+    decision cost it a level on 3.12, three on 3.11; a test suite run
+    overdubbed under a fresh context per test is all first decisions)."""
+    script = tmp_path / "cold.py"
+    script.write_text(COLD_NEAR_THE_LIMIT)
+    env = dict(os.environ, CASSETTE_CACHE_DIR=str(tmp_path / "cache"))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    plain, dubbed = json.loads(done.stdout)
+    assert plain[-1] == 1 and None in plain
+    assert [d if p == 1 else 1 for p, d in zip(plain, dubbed)] == [1] * len(plain), (
+        plain, dubbed)
 
 
 class _Made:

@@ -44,6 +44,7 @@ cdef object _may_be_cached_weakly = callables.may_be_cached_weakly
 cdef object _remove_library_entries = callables.remove_library_entries
 cdef object _is_frame_sensitive = callables.is_frame_sensitive
 cdef object _is_library_code = callables.is_library_code
+cdef object _instances_are_primitives_asked = callables.instances_are_primitives
 cdef object _plan = dispatch.plan
 # The address of a type -> (callables.instances_are_primitives(type), the
 # type's version tag then).  By address, not by the type: the table must not
@@ -59,7 +60,7 @@ cdef inline bint _instances_are_primitives(tp) except -1:
     if (known is not NULL and version != 0
             and <object>(<tuple>(<object>known))[1] == version):
         return (<tuple>(<object>known))[0] is True
-    answer = callables.instances_are_primitives(tp)
+    answer = cassette_own_call(_instances_are_primitives_asked, tp, None, 1)
     version = cassette_class_version(<PyTypeObject *>tp)
     if version == 0:
         return answer
@@ -1086,9 +1087,9 @@ cdef class Runtime:
         of an enclosing one, name)."""
         if self._named is None or self._named.get(_address(f)) is not f:
             if self._unnamed_plan is None:
-                self._unnamed_plan = _plan(type(self.ctx), f)
+                self._unnamed_plan = cassette_own_call(_plan, type(self.ctx), f, 2)
             return self._unnamed_plan
-        return _plan(type(self.ctx), f)
+        return cassette_own_call(_plan, type(self.ctx), f, 2)
 
     cdef MethodSite _method_site(self, name):
         cdef MethodSite site = MethodSite.__new__(MethodSite)
@@ -1196,7 +1197,7 @@ cdef class Runtime:
                 if inner is <object>descriptor:
                     return f
                 return PyMethod_New(inner, <object>cassette_method_wrapper_self(f))
-            callee, owner = _split_bound(f)
+            callee, owner = cassette_own_call(_split_bound, f, None, 1)
             if owner is not NO_SELF:
                 inner = self._resolve(callee)
                 if inner is callee:
@@ -1213,12 +1214,14 @@ cdef class Runtime:
                            and _instances_are_primitives(tp)
                            and self._plan_of(f) is EMPTY)
         target = f if known_primitive else cassette_own_call(engine.target, self, f, 2)
-        if target is f and (known_primitive or not _is_frame_sensitive(f)):
+        if target is f and (known_primitive
+                            or cassette_own_call(_is_frame_sensitive, f, None, 1) is not True):
             cassette_own_call(_route_callee, f, None, 1)
             target = cassette_primitive_new(f)
         if known_primitive and not _may_be_module_global(f):
             return target       # what callables.is_stable would say, known here
-        if type(f) is type or _is_stable(f):        # (a class: stable, known here)
+        if type(f) is type or cassette_own_call(_is_stable, f, None, 1) is True:
+            # (a class: stable, known here)
             key = _resolved_key(f, tp)
             self._keep(self._resolved, key, target)
             self._note_dynamic(self._resolved, key, f)
@@ -1240,7 +1243,8 @@ cdef class Runtime:
         if (entry is None or (<tuple>entry)[0] is not <object>found
                 or (<tuple>entry)[1] is not <object>function.func_code):
             entry = (<object>found, <object>function.func_code,
-                     not _is_library_code(<object>function.func_code))
+                     cassette_own_call(_is_library_code, <object>function.func_code,
+                                       None, 1) is not True)
             self._keep(self._instance_calls, tp, entry)
             self._note_dynamic(self._instance_calls, tp, tp)
         if not (<tuple>entry)[2]:
@@ -1617,13 +1621,13 @@ cdef class Runtime:
         entry = self._droppers.get(key)
         if entry is not None and (<tuple>entry)[0] is target:
             return (<tuple>entry)[1]    # the entry keeps target: its id is not reused
-        if (type(callee) is MethodType
+        if (type(callee) is MethodType or type(callee) is FunctionType
                 or (not PyType_Check(callee) and not _may_be_module_global(callee))
-                or not _is_stable(callee)
-                or type(callee) is FunctionType):
+                or cassette_own_call(_is_stable, callee, None, 1) is not True):
             # (A function dies when the program drops it, from its module
             # too: kept here, even until the next collection, its target —
-            # its defaults — would live on.)
+            # its defaults — would live on.  Asked first: nothing here may
+            # cost the program a frame at each call.)
             return cassette_dropself_new(target)
         entry = (target, cassette_dropself_new(target))
         self._keep(self._droppers, key, entry)

@@ -3,6 +3,8 @@
 #
 # Part of cassette/_core.pyx (included there; see its map).
 
+cdef object _constructor_template = engine.constructor_template
+
 @cython.final
 cdef class NotOverdubbed:
     """A callee a pass marked ``nooverdub``: called as a handler is."""
@@ -26,7 +28,7 @@ cdef inline Protocol _compiled(plan):
     a function the program makes per call is hooked anew at each call."""
     protocol = plan.compiled
     if protocol is None:
-        protocol = plan.compiled = Protocol(plan)
+        protocol = plan.compiled = cassette_own_call(Protocol, plan, None, 1)
     return <Protocol>protocol
 
 
@@ -224,7 +226,7 @@ cdef class Instantiation:
         body = runtime._resolve(init)
         if type(body) is not FunctionType or body is init:
             return      # hooked, or not rewritten
-        template = engine.constructor_template(runtime, init)
+        template = cassette_own_call(_constructor_template, runtime, init, 2)
         if template is None:
             return
         self.init = init
