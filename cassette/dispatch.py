@@ -88,12 +88,11 @@ from __future__ import annotations
 
 import abc
 import itertools
-import threading
 import types
 from operator import attrgetter
 from typing import Any, Callable, TypeVar
 
-from . import callables, lifetimes
+from . import callables, lifetimes, locks
 from ._singletons import ANY, OverdubInstead
 from ._builtins import BUILTINS as __builtins__  # see cassette/_builtins.py
 
@@ -110,7 +109,7 @@ __all__ = [
 
 HOOK_NAMES = ("prehook", "execute", "posthook", "fallback")
 
-_lock = threading.RLock()
+_lock = locks.lock()
 _serials = itertools.count(1)
 _generation = 0
 

@@ -14,10 +14,9 @@ from __future__ import annotations
 import collections
 import os
 import sys
-import threading
 from typing import TYPE_CHECKING, Any, Callable, ParamSpec, TypeVar
 
-from . import callables
+from . import callables, locks
 from .engine import check_arguments, operation_has_body
 from .operations import OPERATIONS
 from .context import Context
@@ -45,7 +44,7 @@ RUNTIMES_KEPT = 16
 _recent_runtimes = collections.OrderedDict()
 # Serialises runtime_of: iterating over the recent runtimes can let another
 # thread in (a garbage collection run by an allocation calls finalizers).
-_recent_lock = threading.RLock()
+_recent_lock = locks.lock()
 
 
 def runtime_of(ctx):

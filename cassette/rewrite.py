@@ -36,11 +36,10 @@ its operands in source order.
 import collections
 import enum
 import sys
-import threading
 
 from bytecode import CellVar, CompilerFlags, Instr, Label, TryBegin
 
-from . import diskcache
+from . import diskcache, locks
 from .markers import EXHAUSTED, RUNTIME, Slot
 from .operations import OPERATIONS, Intercept
 from .passes import pass_failures, run_passes
@@ -702,7 +701,7 @@ _REWRITE_FRAMES = 200
 #: Held while cassette changes the recursion limit (for frames of its own):
 #: threads doing so at the same time must not lose one another's change,
 #: which would leave the program another limit.
-recursion_limit_lock = threading.Lock()
+recursion_limit_lock = locks.lock()
 
 
 def lend_frames(count):

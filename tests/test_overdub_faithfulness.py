@@ -5,15 +5,20 @@ import contextlib
 import gc
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
+import time
 import traceback
+import warnings
 
 import pytest
 
 import cassette
+import cassette.dispatch
 import cassette.entry
+import cassette.rewrite
 from overdub_support import Recorder, callees, record
 
 
@@ -544,6 +549,115 @@ def test_a_collection_at_the_recursion_limit_raises_nothing():
 
 
 # -- threads ---------------------------------------------------------------------------
+
+def _held_by_another_thread(held_locks):
+    """Start a thread that holds ``held_locks`` until the returned event is
+    set; returns (the event, the thread)."""
+    holding, release = threading.Event(), threading.Event()
+
+    def hold():
+        for held in held_locks:
+            held.acquire()
+        holding.set()
+        release.wait()
+        for held in reversed(held_locks):
+            held.release()
+    thread = threading.Thread(target=hold)
+    thread.start()
+    holding.wait()
+    return release, thread
+
+
+def _exit_status_of(pid, seconds):
+    """The child's exit status, or None (it was killed) if it did not end
+    within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        time.sleep(0.01)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return None
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
+@pytest.mark.parametrize("who", ["another thread", "nobody"])
+def test_a_fork_leaves_cassettes_locks_sound_in_both_processes(who):
+    """A thread of the program overdubbing at the moment another forks
+    (a ProcessPoolExecutor's thread, under the command line) holds
+    cassette's locks: the child, which has no such thread, must not wait
+    on them for ever (it did: a multiprocessing child under ``profile``
+    hung), and the parent's locks go on working."""
+    held_locks = [cassette.entry._recent_lock, cassette.dispatch._lock,
+                  cassette.rewrite.recursion_limit_lock]
+    release, thread = (_held_by_another_thread(held_locks) if who == "another thread"
+                       else (None, None))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)     # (fork with threads)
+        pid = os.fork()
+    if pid == 0:                                # the child: overdub, and say how it went
+        ok = False
+        try:
+            ok = cassette.overdub(cassette.Context(), work, 3, 50) == work(3, 50)
+            cassette.rewrite.lend_frames(0)
+        finally:
+            os._exit(0 if ok else 1)
+    if release is not None:
+        release.set()
+        thread.join()
+    status = _exit_status_of(pid, 60)
+    for held in held_locks:                     # free again in the parent
+        assert held.acquire(timeout=5)
+        held.release()
+    assert (status, cassette.overdub(cassette.Context(), work, 3, 50)) == (0, work(3, 50))
+
+
+# Forks inside an overdub, in a fresh process (so every template is still to
+# make): the interpreter then runs the at-fork hooks logging and threading
+# registered — routed, so overdubbed — while cassette holds its locks, in
+# the parent before the fork and in the child before cassette's own hook.
+FORK_INSIDE_AN_OVERDUB = """
+import logging, os, sys, threading
+import cassette
+
+def work(seed, n):
+    total = 0
+    for i in range(n):
+        total = total + (seed * i) % 7
+    return total
+
+def fork_and_work():
+    pid = os.fork()
+    if pid == 0:
+        os._exit(work(3, 50) % 256)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), work(5, 60)
+
+print(fork_and_work() if sys.argv[1] == "plain"
+      else cassette.overdub(cassette.Context(), fork_and_work))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no os.fork here")
+def test_a_fork_inside_an_overdub_runs_the_at_fork_hooks_in_both_processes(tmp_path):
+    script = tmp_path / "program.py"
+    script.write_text(FORK_INSIDE_AN_OVERDUB)
+    env = dict(os.environ, CASSETTE_CACHE_DIR=str(tmp_path / "cache"))
+    outputs = []
+    for how in ("plain", "overdub"):
+        process = subprocess.Popen([sys.executable, str(script), how], stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE, text=True, env=env,
+                                   start_new_session=True)
+        try:
+            stdout, stderr = process.communicate(timeout=120)
+        except subprocess.TimeoutExpired:       # (the child hung, on 3.12: kill them all)
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            stdout = "still running after 120 s"
+        outputs.append((stdout, stderr))
+    assert outputs[1] == outputs[0] == (f"{(work(3, 50) % 256, work(5, 60))}\n", "")
+
 
 def work(seed, n):
     total = 0

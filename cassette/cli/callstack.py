@@ -38,6 +38,7 @@ import types
 import _thread
 
 import cassette
+from cassette import locks
 from cassette.entry import IMPLEMENTATION
 
 from . import children
@@ -168,7 +169,7 @@ class Session:
 
     def __init__(self):
         self.recordings = {}            # thread ident -> Recording
-        self.lock = threading.Lock()
+        self.lock = locks.lock()
         self._tool = None
 
     def add(self, recording):

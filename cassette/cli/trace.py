@@ -34,11 +34,11 @@ and nothing of it is kept in memory.
 import fnmatch
 import json
 import sys
-import threading
 import types
 from json.encoder import encode_basestring as _json_string
 
 import cassette
+from cassette import locks
 
 from . import callstack
 from .callstack import CALLER, LASTI, program_frame
@@ -236,7 +236,7 @@ class TraceSession(callstack.Session):
         signal handler that runs traced code between two of a thread's
         writes — and nothing is written once the report is finished (a
         daemon thread still running then)."""
-        lock = threading.RLock()
+        lock = locks.lock()
         write = out.write
         self.finished = False
 
