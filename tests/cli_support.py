@@ -4,6 +4,7 @@ cassette, with ``sys.setprofile``."""
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -30,10 +31,33 @@ print(json.dumps(counts), file=sys.stderr)
 """
 
 
-def run(args, cwd, stdin=""):
-    result = subprocess.run([sys.executable, *args], cwd=cwd, input=stdin, capture_output=True,
-                            text=True, env=dict(os.environ), timeout=600)
-    return result.returncode, result.stdout, result.stderr
+def run(args, cwd, stdin="", timeout=600):
+    """Run Python with ``args``: (exit status, stdout, stderr).  A run still
+    going after ``timeout`` seconds fails the test with the stacks of every
+    process it made (each dumps them on SIGABRT: ``PYTHONFAULTHANDLER``)."""
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")
+    process = subprocess.Popen([sys.executable, *args], cwd=cwd, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env=env, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGABRT)
+        except ProcessLookupError:      # the program ended; its children did not
+            pass
+        stdout, stderr = _rest_of_output(process)
+        raise AssertionError(f"{args} still ran after {timeout} s; every process's stacks:\n"
+                             f"{stderr}\n--- stdout:\n{stdout}") from None
+    return process.returncode, stdout, stderr
+
+
+def _rest_of_output(process):
+    try:
+        return process.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        return process.communicate()
 
 
 def write(tmp_path, name, source):
