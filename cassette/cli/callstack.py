@@ -31,10 +31,12 @@ import contextvars
 import functools
 import importlib._bootstrap
 import os
+import signal
 import sys
 import threading
 import types
 
+import _signal
 import _thread
 
 import cassette
@@ -297,6 +299,29 @@ for _starter in ("start_new_thread", "start_joinable_thread"):
     if hasattr(_thread, _starter):
         cassette.fallback.register(ToolContext, getattr(_thread, _starter))(
             _start_thread_overdubbed)
+
+
+def _kill_noted(ctx, f, /, *args, **kwargs):
+    """The ``fallback`` of ``os.kill``: a SIGTERM sent to a followed child
+    is sent again while the child has not handled it (children.py)."""
+    result = f(*args, **kwargs)
+    if len(args) == 2 and not kwargs and args[1] == signal.SIGTERM:
+        children.note_sigterm_sent(args[0])
+    return result
+
+
+def _signal_noted(ctx, f, /, *args, **kwargs):
+    """The ``fallback`` of ``_signal.signal`` (``signal.signal`` is Python
+    that calls it): a program's own handler of
+    SIGTERM takes over from a followed child's (children.py)."""
+    result = f(*args, **kwargs)
+    if args:
+        children.note_signal_handler(args[0])
+    return result
+
+
+cassette.fallback.register(ToolContext, os.kill)(_kill_noted)
+cassette.fallback.register(ToolContext, _signal.signal)(_signal_noted)
 
 
 def _import_plainly(ctx, f, /, *args, **kwargs):

@@ -24,8 +24,9 @@ A forked child inherits the parent's tool as it was at the fork: in the
 child that copy is muted (it writes nothing, and its report is never
 written), so a report never holds a line twice.  A pool's worker ended by
 ``terminate()`` (``with Pool() as pool:``) writes its report when the
-signal comes, then dies of it as it would have.  With ``--no-children``
-the children run plainly, a forked one included.
+signal comes, then dies of it as it would have; its parent signals it
+again while that has not happened (:func:`resignal`).  With
+``--no-children`` the children run plainly, a forked one included.
 
 Not followed: a bare ``os.fork()`` outside ``multiprocessing`` (the child
 runs on overdubbed, muted, and writes no report), ``subprocess`` (a new
@@ -39,8 +40,14 @@ import signal
 import sys
 import tempfile
 import threading
+from _thread import start_new_thread as _start_new_thread
+from time import sleep as _sleep
 
+from cassette import locks
 from cassette.entry import IMPLEMENTATION
+
+# Bound at import: the program may patch what it likes of os and time (issue 35).
+_kill = os.kill
 
 
 class Settings:
@@ -162,6 +169,7 @@ def _report(following):
         return
     following.reported = following.writing = True
     try:
+        _remove(_report_path(following.settings, "sigterm"))
         session = following.session
         session.finish()
         if following.settings.command == "profile":
@@ -176,7 +184,14 @@ def _report(following):
         following.writing = False
         if following.terminated:        # SIGTERM came: die of it, as the child would have
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTERM)
+            _kill(os.getpid(), signal.SIGTERM)
+
+
+def _remove(path):
+    try:
+        os.remove(path)
+    except OSError:
+        pass
 
 
 def _report_path(settings, kind):
@@ -200,9 +215,10 @@ def _report_when_terminated(following):
             _report(following)          # (and dies)
             return
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGTERM)
+        _kill(os.getpid(), signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, terminated)
+    open(_report_path(following.settings, "sigterm"), "w").close()
 
 
 def _preparation_data(name):
@@ -238,11 +254,91 @@ def _before_fork():
 
 def _after_fork_in_child():
     """The parent's tool, copied into the child: muted."""
+    global _resignalling
+    _unhandled.clear()                  # (the thread that signalled them is the parent's)
+    _resignalling = False
     if _following is None or _following.session is None:
         return
     session = _following.session
     _following.session = None
     session.mute()
+
+
+# -- in the parent, ending a child ------------------------------------------------
+
+#: How often the parent signals again a child it sent SIGTERM whose
+#: handler has not run, and at most how many times (see :func:`resignal`).
+RESIGNAL_EVERY = 0.25
+RESIGNALS_MAX = 40
+
+_unhandled = {}             # pid -> [its Popen, its PID.sigterm path, signals left]
+_resignalling = False       # whether the thread of _resignal_while_unhandled runs
+_unhandled_lock = locks.lock()
+
+
+def note_sigterm_sent(pid):
+    """The program sent SIGTERM to ``pid`` (callstack.py's fallback of
+    ``os.kill``): when that is a followed child, see that it is handled."""
+    following = _following
+    process = sys.modules.get("multiprocessing.process")
+    if following is None or not following.follow or process is None:
+        return
+    directory = following.settings.directory
+    for child in list(process._children):
+        popen = child._popen
+        if popen is not None and popen.pid == pid:
+            resignal(pid, os.path.join(directory, f"{pid}.sigterm"), popen)
+            return
+
+
+def resignal(pid, marker, popen):
+    """Send ``pid`` SIGTERM again every ``RESIGNAL_EVERY`` seconds (at most
+    ``RESIGNALS_MAX`` times) while the file ``marker`` exists and
+    ``popen.returncode`` is None: until its handler has run, or it ended.
+
+    A followed child writes its report from a Python handler of SIGTERM,
+    and a signal that lands just before it blocks in a C call that looks
+    for signals only when interrupted (the wait of a ``multiprocessing``
+    lock, as an idle pool worker's) is handled only when that call
+    returns: for an idle worker, never, where the default action would
+    have ended it.  The thread that signals is started with ``_thread``
+    (``threading`` does not list it) and ends when no child is left."""
+    global _resignalling
+    with _unhandled_lock:
+        _unhandled[pid] = [popen, marker, RESIGNALS_MAX]
+        if not _resignalling:
+            _resignalling = True
+            _start_new_thread(_resignal_while_unhandled, ())
+
+
+def _resignal_while_unhandled():
+    global _resignalling
+    while True:
+        _sleep(RESIGNAL_EVERY)
+        with _unhandled_lock:
+            for pid, entry in list(_unhandled.items()):
+                popen, marker, left = entry
+                if popen.returncode is not None or left == 0 or not os.path.exists(marker):
+                    del _unhandled[pid]
+                    continue
+                entry[2] = left - 1
+                try:
+                    _kill(pid, signal.SIGTERM)
+                except OSError:
+                    del _unhandled[pid]
+            if not _unhandled:
+                _resignalling = False
+                return
+
+
+def note_signal_handler(signalnum):
+    """The program of this process sets a handler of ``signalnum``
+    (callstack.py's fallback of ``signal.signal``): a SIGTERM is no longer
+    this child's report to write, nor its parent's to repeat."""
+    following = _following
+    if (signalnum == signal.SIGTERM and following is not None and following.session is not None
+            and following.settings.directory is not None):
+        _remove(_report_path(following.settings, "sigterm"))
 
 
 # -- in the parent, when the program has finished ---------------------------------
