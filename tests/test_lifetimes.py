@@ -283,15 +283,26 @@ class Class:
 _modules_made = itertools.count()
 
 
-def module_function_and_class_dropped():
-    # A module drops what it defined (``del``, a reload, a notebook cell run
-    # again): its function dies there and then, its class at a collection
-    # (the class is in a cycle: its own __mro__), the young one too.
+def module_from(source):
+    """A new module, in ``sys.modules``, that has run ``source`` (its
+    caller removes it from there)."""
     name = f"cassette_lifetimes_module_{next(_modules_made)}"
     module = types.ModuleType(name)
     sys.modules[name] = module
     try:
-        exec(compile(MODULE_SOURCE, name, "exec"), module.__dict__)
+        exec(compile(source, name, "exec"), module.__dict__)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def module_function_and_class_dropped():
+    # A module drops what it defined (``del``, a reload, a notebook cell run
+    # again): its function dies there and then, its class at a collection
+    # (the class is in a cycle: its own __mro__), the young one too.
+    module = module_from(MODULE_SOURCE)
+    try:
         made = module.Class(3)
         total = (module.function() + module.function(2) + made.method() + (made + 1)
                  + (made + 2))
@@ -303,7 +314,7 @@ def module_function_and_class_dropped():
         gc.collect()
         return total, function_gone, after_young, cls() is None
     finally:
-        del sys.modules[name]
+        del sys.modules[module.__name__]
 
 
 TEMPORARIES_SOURCE = """
@@ -324,14 +335,11 @@ def temporary_functions_of_a_module():
     # A module's generator expressions and lambdas, which nothing holds but
     # the call being made, and a function its module drops between its
     # resolution and its call: each call runs, each function dies after.
-    name = f"cassette_lifetimes_module_{next(_modules_made)}"
-    module = types.ModuleType(name)
-    sys.modules[name] = module
+    module = module_from(TEMPORARIES_SOURCE)
     try:
-        exec(compile(TEMPORARIES_SOURCE, name, "exec"), module.__dict__)
         return module.total, "function" in vars(module)
     finally:
-        del sys.modules[name]
+        del sys.modules[module.__name__]
 
 
 def local_subclass_of_a_builtin_whose_method_is_bound():
@@ -436,10 +444,7 @@ def tag_classes_and_drop_them(ctx, with_metadata):
     # Values of a module's class and of a local class tagged (by the core's
     # fast path too: the same primal type again and again), then both
     # classes dropped: a collection frees them though the tag lives on.
-    name = f"cassette_lifetimes_module_{next(_modules_made)}"
-    module = types.ModuleType(name)
-    sys.modules[name] = module
-    exec(compile(POINT_SOURCE, name, "exec"), module.__dict__)
+    module = module_from(POINT_SOURCE)
 
     class Local:
         def __init__(self, v):
@@ -453,7 +458,7 @@ def tag_classes_and_drop_them(ctx, with_metadata):
             if with_metadata:
                 total += cassette.metadata(tagged, ctx)
     classes = weakref.ref(module.Point), weakref.ref(Local)
-    del module.Point, sys.modules[name], value, tagged, Local
+    del module.Point, sys.modules[module.__name__], value, tagged, Local
     gc.collect()
     return total, [cls() is None for cls in classes]
 

@@ -3,6 +3,7 @@ programs that look at their own frame or rely on objects being freed."""
 
 import contextlib
 import gc
+import inspect
 import json
 import os
 import signal
@@ -445,22 +446,12 @@ def test_a_program_at_its_recursion_limit_behaves_as_plainly(context):
     assert dubbed == plain
 
 
+# (recursion_depth is this module's, its source copied in.)
 COLD_NEAR_THE_LIMIT = """
 import contextlib, json, sys
 import cassette
 
-def recursion_depth():
-    limit = sys.getrecursionlimit()
-    depth = 1
-    while True:
-        try:
-            sys.setrecursionlimit(depth)
-        except RecursionError:
-            depth += 1
-        else:
-            break
-    sys.setrecursionlimit(limit)
-    return depth
+""" + inspect.getsource(recursion_depth) + """
 
 def chain(levels):
     return 1 if levels == 0 else chain(levels - 1)
