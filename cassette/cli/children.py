@@ -46,7 +46,8 @@ from time import sleep as _sleep
 from cassette import locks
 from cassette.entry import IMPLEMENTATION
 
-# Bound at import: the program may patch what it likes of os and time (issue 35).
+# Bound at import: a program may patch or delete anything of the standard
+# library; what cassette calls stays what it was (issue 35, item 2).
 _kill = os.kill
 
 
@@ -194,8 +195,10 @@ def _remove(path):
         pass
 
 
-def _report_path(settings, kind):
-    return os.path.join(settings.directory, f"{os.getpid()}.{kind}")
+def _report_path(settings, kind, pid=None):
+    """Where process ``pid`` (this one by default) writes its ``kind``
+    (``trace``, ``profile``, or ``sigterm``: its SIGTERM handler unrun)."""
+    return os.path.join(settings.directory, f"{os.getpid() if pid is None else pid}.{kind}")
 
 
 def _report_when_terminated(following):
@@ -283,11 +286,10 @@ def note_sigterm_sent(pid):
     process = sys.modules.get("multiprocessing.process")
     if following is None or not following.follow or process is None:
         return
-    directory = following.settings.directory
     for child in list(process._children):
         popen = child._popen
         if popen is not None and popen.pid == pid:
-            resignal(pid, os.path.join(directory, f"{pid}.sigterm"), popen)
+            resignal(pid, _report_path(following.settings, "sigterm", pid), popen)
             return
 
 
